@@ -1,0 +1,50 @@
+/*
+ * ts_core.h - shared definitions of the compute core (readers, path table,
+ * CPU SHAP). The core takes plain data and never calls fmgr or SPI; it
+ * allocates through ts_alloc() so the extension can route memory into
+ * PostgreSQL memory contexts while standalone tools use malloc.
+ */
+#ifndef TS_CORE_H
+#define TS_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Error classes of the core; the SQL layer maps each to an SQLSTATE. */
+typedef enum TsErrorCode
+{
+	TS_OK = 0,
+	TS_ERR_SYNTAX,				/* bytes are not a readable model */
+	TS_ERR_INVALID,				/* readable, but a structural invariant fails */
+	TS_ERR_UNSUPPORTED,			/* valid, but uses a feature we do not implement */
+	TS_ERR_LIMIT				/* exceeds a size limit */
+} TsErrorCode;
+
+typedef struct TsError
+{
+	TsErrorCode code;
+	char		message[512];
+} TsError;
+
+/* Record an error (first one wins) and return false, for "return ts_fail(...)". */
+extern bool ts_fail(TsError *err, TsErrorCode code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* Allocator hooks: provided by ts_alloc_pg.c (palloc) or ts_alloc_std.c (malloc). */
+extern void *ts_alloc(size_t size);
+extern void *ts_alloc0(size_t size);
+extern void *ts_realloc(void *ptr, size_t size);
+extern void ts_free(void *ptr);
+
+/* Multiply two sizes, reporting overflow instead of wrapping. */
+static inline bool
+ts_mul_size(size_t a, size_t b, size_t *out)
+{
+	if (a != 0 && b > SIZE_MAX / a)
+		return false;
+	*out = a * b;
+	return true;
+}
+
+#endif							/* TS_CORE_H */

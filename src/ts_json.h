@@ -1,0 +1,72 @@
+/*
+ * ts_json.h - a small, defensive JSON reader producing a DOM for model
+ * readers. Arrays made only of numbers are stored as double arrays, so a
+ * model with millions of nodes costs 8 bytes per number, not a value node.
+ * Everything lives in one arena released by ts_json_free().
+ */
+#ifndef TS_JSON_H
+#define TS_JSON_H
+
+#include "ts_core.h"
+
+typedef enum TsJsonType
+{
+	TSJ_NULL,
+	TSJ_BOOL,
+	TSJ_NUMBER,
+	TSJ_STRING,
+	TSJ_ARRAY,					/* mixed or non-numeric elements */
+	TSJ_NUMARRAY,				/* every element a number (or empty) */
+	TSJ_OBJECT
+} TsJsonType;
+
+typedef struct TsJson TsJson;
+
+struct TsJson
+{
+	TsJsonType	type;
+	union
+	{
+		bool		boolean;
+		double		number;
+		struct
+		{
+			const char *ptr;	/* NUL-terminated, may contain NULs if escaped */
+			size_t		len;
+		}			str;
+		struct
+		{
+			TsJson	  **items;
+			size_t		n;
+		}			arr;
+		struct
+		{
+			double	   *vals;
+			size_t		n;
+		}			nums;
+		struct
+		{
+			const char **keys;
+			TsJson	  **vals;
+			size_t		n;
+		}			obj;
+	}			u;
+};
+
+typedef struct TsJsonDoc TsJsonDoc;
+
+/* Parse len bytes; NULL with err set on failure (nothing leaks). */
+extern TsJsonDoc *ts_json_parse(const char *buf, size_t len, TsError *err);
+extern TsJson *ts_json_root(TsJsonDoc *doc);
+extern void ts_json_free(TsJsonDoc *doc);
+
+/* Member of an object by key, or NULL (also when obj is not an object). */
+extern TsJson *ts_json_get(const TsJson *obj, const char *key);
+
+/* Number of elements of an array of either kind; 0 for non-arrays. */
+extern size_t ts_json_array_len(const TsJson *arr);
+
+/* Name of a value's type, for error messages. */
+extern const char *ts_json_type_name(const TsJson *v);
+
+#endif							/* TS_JSON_H */

@@ -1,0 +1,261 @@
+/*
+ * ts_model.c - format-independent model operations: detection, validation,
+ * traversal (prediction), links and release.
+ */
+#include "ts_model.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Detect the format from the first bytes and dispatch to its reader. */
+TsModel *
+ts_model_read(const char *buf, size_t len, TsError *err)
+{
+	size_t		i = 0;
+
+	while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
+		i++;
+	if (i < len && buf[i] == '{')
+		return ts_xgboost_json_read(buf, len, err);
+	if (len == 0)
+		ts_fail(err, TS_ERR_SYNTAX, "model is empty");
+	else
+		ts_fail(err, TS_ERR_SYNTAX,
+				"unrecognised model format: expected XGBoost JSON (a document starting with '{')");
+	return NULL;
+}
+
+/* Free a model and all of its arrays. */
+void
+ts_model_free(TsModel *m)
+{
+	if (m == NULL)
+		return;
+	ts_free(m->tree_offset);
+	ts_free(m->tree_group);
+	ts_free(m->left);
+	ts_free(m->right);
+	ts_free(m->split_feature);
+	ts_free(m->threshold);
+	ts_free(m->default_left);
+	ts_free(m->leaf_value);
+	ts_free(m->cover);
+	if (m->feature_names != NULL)
+	{
+		for (int32_t i = 0; i < m->num_features; i++)
+			ts_free(m->feature_names[i]);
+		ts_free(m->feature_names);
+	}
+	ts_free(m->objective);
+	ts_free(m->base_margin);
+	ts_free(m);
+}
+
+/* Validate the node arrays of one tree and measure its depth by DFS. */
+static bool
+validate_tree(TsModel *m, int32_t t, uint8_t *seen, int32_t *stack, int32_t *depth_of,
+			  TsError *err)
+{
+	int64_t		base = m->tree_offset[t];
+	int64_t		n = m->tree_offset[t + 1] - base;
+	int64_t		sp = 0;
+	int64_t		visited = 0;
+
+	if (n < 1)
+		return ts_fail(err, TS_ERR_INVALID, "tree %d has no nodes", t);
+	memset(seen, 0, (size_t) n);
+	stack[sp++] = 0;
+	depth_of[0] = 0;
+	seen[0] = 1;
+	while (sp > 0)
+	{
+		int32_t		i = stack[--sp];
+		int64_t		g = base + i;
+		int32_t		l = m->left[g];
+		int32_t		r = m->right[g];
+
+		visited++;
+		if (!(m->cover[g] >= 0.0) || !isfinite(m->cover[g]))
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d node %d has an invalid cover (%g); covers must be finite and >= 0",
+						   t, i, m->cover[g]);
+		if (l == -1)
+		{
+			if (r != -1)
+				return ts_fail(err, TS_ERR_INVALID,
+							   "tree %d node %d has a right child but no left child", t, i);
+			if (!isfinite(m->leaf_value[g]))
+				return ts_fail(err, TS_ERR_INVALID, "tree %d leaf %d has a non-finite value", t, i);
+			m->num_leaves++;
+			if (depth_of[i] > m->max_depth)
+				m->max_depth = depth_of[i];
+			continue;
+		}
+		if (l < 0 || l >= n || r < 0 || r >= n)
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d node %d has a child index out of range (%d, %d; %lld nodes)",
+						   t, i, l, r, (long long) n);
+		if (seen[l] || seen[r] || l == r)
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d node %d reaches a node twice (cycle or shared child)", t, i);
+		if (m->split_feature[g] < 0 || m->split_feature[g] >= m->num_features)
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d node %d splits on feature %d, outside 0..%d",
+						   t, i, m->split_feature[g], m->num_features - 1);
+		if (!isfinite(m->threshold[g]))
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d node %d has a non-finite split threshold", t, i);
+		if (m->default_left[g] > 1)
+			return ts_fail(err, TS_ERR_INVALID, "tree %d node %d has default_left not 0 or 1", t, i);
+		seen[l] = seen[r] = 1;
+		depth_of[l] = depth_of[r] = depth_of[i] + 1;
+		stack[sp++] = l;
+		stack[sp++] = r;
+	}
+	if (visited != n)
+		return ts_fail(err, TS_ERR_INVALID,
+					   "tree %d has %lld nodes not reachable from its root",
+					   t, (long long) (n - visited));
+	return true;
+}
+
+/*
+ * Check the invariants the path builder and traversal rely on: every node
+ * reachable exactly once from its root (so no cycles), child and feature
+ * indices in range, finite thresholds and leaf values, covers >= 0.
+ */
+bool
+ts_model_validate(TsModel *m, TsError *err)
+{
+	int64_t		largest = 0;
+	uint8_t    *seen;
+	int32_t    *stack;
+	int32_t    *depth_of;
+	bool		ok = true;
+
+	if (m->num_outputs < 1 || m->num_outputs > TS_MAX_OUTPUTS)
+		return ts_fail(err, TS_ERR_LIMIT, "number of outputs %d out of range", m->num_outputs);
+	if (m->num_features < 1 || m->num_features > TS_MAX_FEATURES)
+		return ts_fail(err, TS_ERR_LIMIT, "number of features %d out of range 1..%d",
+					   m->num_features, TS_MAX_FEATURES);
+	for (int32_t t = 0; t < m->num_trees; t++)
+	{
+		if (m->tree_group[t] < 0 || m->tree_group[t] >= m->num_outputs)
+			return ts_fail(err, TS_ERR_INVALID, "tree %d belongs to output %d, outside 0..%d",
+						   t, m->tree_group[t], m->num_outputs - 1);
+		if (m->tree_offset[t + 1] - m->tree_offset[t] > largest)
+			largest = m->tree_offset[t + 1] - m->tree_offset[t];
+	}
+	for (int32_t k = 0; k < m->num_outputs; k++)
+		if (!isfinite(m->base_margin[k]))
+			return ts_fail(err, TS_ERR_INVALID, "base_score is not finite in margin space");
+	seen = ts_alloc((size_t) largest + 1);
+	stack = ts_alloc(((size_t) largest + 1) * sizeof(int32_t));
+	depth_of = ts_alloc(((size_t) largest + 1) * sizeof(int32_t));
+	m->num_leaves = 0;
+	m->max_depth = 0;
+	for (int32_t t = 0; ok && t < m->num_trees; t++)
+		ok = validate_tree(m, t, seen, stack, depth_of, err);
+	ts_free(seen);
+	ts_free(stack);
+	ts_free(depth_of);
+	return ok;
+}
+
+/* Walk each tree to its leaf and add the leaf value to its output's margin. */
+void
+ts_model_predict_margin(const TsModel *m, const float *row, double *margin)
+{
+	for (int32_t k = 0; k < m->num_outputs; k++)
+		margin[k] = m->base_margin[k];
+	for (int32_t t = 0; t < m->num_trees; t++)
+	{
+		int64_t		base = m->tree_offset[t];
+		int32_t		i = 0;
+
+		while (m->left[base + i] != -1)
+		{
+			int64_t		g = base + i;
+			float		x = row[m->split_feature[g]];
+
+			if (isnan(x))
+				i = m->default_left[g] ? m->left[g] : m->right[g];
+			else
+				i = x < m->threshold[g] ? m->left[g] : m->right[g];
+		}
+		margin[m->tree_group[t]] += m->leaf_value[base + i];
+	}
+}
+
+/* Map an objective to the link that turns margins into predictions. */
+TsLink
+ts_objective_link(const char *objective)
+{
+	static const struct
+	{
+		const char *name;
+		TsLink		link;
+	}			links[] = {
+		{"binary:logistic", TS_LINK_LOGISTIC},
+		{"reg:logistic", TS_LINK_LOGISTIC},
+		{"multi:softprob", TS_LINK_SOFTMAX},
+		{"multi:softmax", TS_LINK_SOFTMAX},
+		{"count:poisson", TS_LINK_EXP},
+		{"reg:gamma", TS_LINK_EXP},
+		{"reg:tweedie", TS_LINK_EXP},
+		{"survival:cox", TS_LINK_EXP},
+		{"survival:aft", TS_LINK_EXP},
+		{"binary:hinge", TS_LINK_HINGE},
+	};
+
+	if (objective == NULL)
+		return TS_LINK_IDENTITY;
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (strcmp(objective, links[i].name) == 0)
+			return links[i].link;
+	return TS_LINK_IDENTITY;
+}
+
+/* Apply the link: sigmoid, exp, softmax over outputs, hinge step or identity. */
+void
+ts_model_link(const TsModel *m, const double *margin, double *pred)
+{
+	int32_t		n = m->num_outputs;
+
+	switch (m->link)
+	{
+		case TS_LINK_LOGISTIC:
+			for (int32_t k = 0; k < n; k++)
+				pred[k] = 1.0 / (1.0 + exp(-margin[k]));
+			break;
+		case TS_LINK_EXP:
+			for (int32_t k = 0; k < n; k++)
+				pred[k] = exp(margin[k]);
+			break;
+		case TS_LINK_HINGE:
+			for (int32_t k = 0; k < n; k++)
+				pred[k] = margin[k] > 0.0 ? 1.0 : 0.0;
+			break;
+		case TS_LINK_SOFTMAX:
+			{
+				double		mx = margin[0];
+				double		sum = 0.0;
+
+				for (int32_t k = 1; k < n; k++)
+					if (margin[k] > mx)
+						mx = margin[k];
+				for (int32_t k = 0; k < n; k++)
+				{
+					pred[k] = exp(margin[k] - mx);
+					sum += pred[k];
+				}
+				for (int32_t k = 0; k < n; k++)
+					pred[k] /= sum;
+				break;
+			}
+		case TS_LINK_IDENTITY:
+			for (int32_t k = 0; k < n; k++)
+				pred[k] = margin[k];
+			break;
+	}
+}

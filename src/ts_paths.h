@@ -1,0 +1,45 @@
+/*
+ * ts_paths.h - the path table: every root-to-leaf path of the ensemble as a
+ * list of path elements with repeated features merged (GPUTreeShap's
+ * preprocessing). Element 0 of each path is the root placeholder (feature -1,
+ * zero fraction 1, always satisfied), so a path of d unique features has d+1
+ * elements and maps one element per warp lane on the GPU.
+ */
+#ifndef TS_PATHS_H
+#define TS_PATHS_H
+
+#include "ts_model.h"
+
+typedef struct TsPathTable
+{
+	int32_t		num_features;
+	int32_t		num_outputs;
+	int64_t		num_paths;
+	int64_t		num_elements;
+	int32_t		max_path_len;	/* elements, root included */
+
+	/* per path */
+	int64_t    *path_start;		/* num_paths + 1 offsets into the element arrays */
+	int32_t    *path_group;		/* output the leaf adds to */
+	int32_t    *path_tree;		/* tree the leaf belongs to */
+	double	   *path_value;		/* leaf value */
+
+	/* per element: the row satisfies it when lower <= x < upper, or x is missing and missing != 0 */
+	int32_t    *feature;		/* -1 for the root element */
+	float	   *lower;
+	float	   *upper;
+	uint8_t    *missing;
+	double	   *zero_fraction;	/* product of child cover / parent cover over merged splits */
+
+	double	   *bias;			/* per output: base margin + cover-weighted mean leaf value */
+} TsPathTable;
+
+/* Build the path table of a validated model. */
+extern TsPathTable *ts_paths_build(const TsModel *m);
+
+extern void ts_paths_free(TsPathTable *pt);
+
+/* Bytes the table occupies (for reporting). */
+extern size_t ts_paths_size(const TsPathTable *pt);
+
+#endif							/* TS_PATHS_H */

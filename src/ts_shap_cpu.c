@@ -1,0 +1,102 @@
+/*
+ * ts_shap_cpu.c - the CPU SHAP path: per path, EXTEND the permutation
+ * weights over every element, then UNWOUNDSUM each element out to get its
+ * share of the leaf value. O(D^2) per (path, row).
+ */
+#include "ts_shap_cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Three arrays of max_path_len doubles: weights, zero and one fractions. */
+size_t
+ts_shap_scratch_len(const TsPathTable *pt)
+{
+	return 3 * (size_t) (pt->max_path_len + 1);
+}
+
+/* Sum of the permutation weights with element (z, o) removed from a path of depth d. */
+static double
+unwound_sum(const double *w, int32_t d, double z, double o)
+{
+	double		total = 0.0;
+
+	if (o != 0.0)
+	{
+		double		next = w[d];
+
+		for (int32_t i = d - 1; i >= 0; i--)
+		{
+			double		tmp = next * (d + 1) / ((i + 1) * o);
+
+			total += tmp;
+			next = w[i] - tmp * z * (d - i) / (d + 1);
+		}
+	}
+	else
+	{
+		for (int32_t i = d - 1; i >= 0; i--)
+			total += w[i] * (d + 1) / (z * (d - i));
+	}
+	return total;
+}
+
+/*
+ * Add one path's contributions. Returns without effect when an element has
+ * z = 0 and is not satisfied: every subset then reaches the leaf with weight
+ * zero, so all contributions are zero (and the division would be by zero).
+ */
+static void
+shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, double *scratch)
+{
+	int64_t		start = pt->path_start[p];
+	int32_t		n = (int32_t) (pt->path_start[p + 1] - start);
+	int32_t		d = n - 1;
+	double	   *w = scratch;
+	double	   *z = scratch + n;
+	double	   *o = scratch + 2 * n;
+	double		v = pt->path_value[p];
+	double	   *out = phi + (size_t) pt->path_group[p] * (size_t) (pt->num_features + 1);
+
+	for (int32_t e = 1; e < n; e++)
+	{
+		int64_t		g = start + e;
+		float		x = row[pt->feature[g]];
+
+		z[e] = pt->zero_fraction[g];
+		if (isnan(x))
+			o[e] = pt->missing[g] ? 1.0 : 0.0;
+		else
+			o[e] = (x >= pt->lower[g] && x < pt->upper[g]) ? 1.0 : 0.0;
+		if (o[e] == 0.0 && z[e] == 0.0)
+			return;
+	}
+
+	/* EXTEND: the root element (z = o = 1) leaves w = {1} */
+	w[0] = 1.0;
+	for (int32_t e = 1; e < n; e++)
+	{
+		w[e] = 0.0;
+		for (int32_t i = e - 1; i >= 0; i--)
+		{
+			w[i + 1] += o[e] * w[i] * (i + 1) / (e + 1);
+			w[i] = z[e] * w[i] * (e - i) / (e + 1);
+		}
+	}
+
+	for (int32_t e = 1; e < n; e++)
+		out[pt->feature[start + e]] += unwound_sum(w, d, z[e], o[e]) * (o[e] - z[e]) * v;
+}
+
+/* Contributions of one row over every path, plus the bias column. */
+void
+ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratch)
+{
+	size_t		width = (size_t) pt->num_features + 1;
+
+	memset(phi, 0, width * (size_t) pt->num_outputs * sizeof(double));
+	for (int64_t p = 0; p < pt->num_paths; p++)
+		shap_path(pt, p, row, phi, scratch);
+	for (int32_t k = 0; k < pt->num_outputs; k++)
+		phi[k * width + width - 1] = pt->bias[k];
+}

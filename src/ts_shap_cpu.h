@@ -1,0 +1,21 @@
+/*
+ * ts_shap_cpu.h - exact path-dependent TreeSHAP on the CPU, in double
+ * precision, over a path table (EXTEND over each path, UNWOUNDSUM per
+ * element). Output layout is XGBoost's pred_contribs: for each output,
+ * num_features contributions followed by the bias.
+ */
+#ifndef TS_SHAP_CPU_H
+#define TS_SHAP_CPU_H
+
+#include "ts_paths.h"
+
+/* Scratch doubles ts_shap_row needs. */
+extern size_t ts_shap_scratch_len(const TsPathTable *pt);
+
+/*
+ * Contributions of one row (float32 features, NaN = missing) into phi, of
+ * num_outputs * (num_features + 1) doubles; phi is overwritten.
+ */
+extern void ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratch);
+
+#endif							/* TS_SHAP_CPU_H */

@@ -1,0 +1,151 @@
+/*
+ * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
+ *   ts_cli contribs MODEL CSV   print pred_contribs rows (outputs x (features+1))
+ *   ts_cli margin MODEL CSV     print margins
+ *   ts_cli load MODEL...        read each model, print "ok" or the error
+ * CSV rows hold feature values only; an empty field or "nan" is missing.
+ */
+#include "../../src/ts_model.h"
+#include "../../src/ts_paths.h"
+#include "../../src/ts_shap_cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Read a whole file into memory. */
+static char *
+read_file(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	   *buf;
+	long		n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t) n + 1);
+	if (fread(buf, 1, (size_t) n, f) != (size_t) n)
+		n = 0;
+	fclose(f);
+	*len = (size_t) n;
+	return buf;
+}
+
+/* Parse one CSV line of num_features values into row. */
+static void
+parse_row(char *line, float *row, int32_t num_features)
+{
+	char	   *s = line;
+
+	for (int32_t j = 0; j < num_features; j++)
+	{
+		char	   *end;
+		double		d = strtod(s, &end);
+
+		row[j] = (end == s) ? NAN : ts_feature_value(d);
+		s = strchr(end, ',');
+		if (s == NULL)
+			s = end;
+		else
+			s++;
+	}
+}
+
+/* Run contribs or margin over every CSV line. */
+static int
+run_rows(const TsModel *m, const char *csv, bool contribs)
+{
+	TsPathTable *pt = ts_paths_build(m);
+	FILE	   *f = fopen(csv, "r");
+	char	   *line = NULL;
+	size_t		cap = 0;
+	size_t		width = (size_t) m->num_outputs * (size_t) (m->num_features + 1);
+	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
+	double	   *phi = malloc(sizeof(double) * width);
+	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+
+	if (f == NULL)
+		return 2;
+	while (getline(&line, &cap, f) > 0)
+	{
+		parse_row(line, row, m->num_features);
+		if (contribs)
+		{
+			ts_shap_row(pt, row, phi, scratch);
+			for (size_t i = 0; i < width; i++)
+				printf(i ? ",%.17g" : "%.17g", phi[i]);
+		}
+		else
+		{
+			ts_model_predict_margin(m, row, phi);
+			for (int32_t k = 0; k < m->num_outputs; k++)
+				printf(k ? ",%.17g" : "%.17g", phi[k]);
+		}
+		printf("\n");
+	}
+	fclose(f);
+	free(line);
+	free(row);
+	free(phi);
+	free(scratch);
+	ts_paths_free(pt);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 3 && strcmp(argv[1], "load") == 0)
+	{
+		int			bad = 0;
+
+		for (int i = 2; i < argc; i++)
+		{
+			size_t		len;
+			char	   *buf = read_file(argv[i], &len);
+			TsError		err = {0};
+			TsModel    *m = buf ? ts_model_read(buf, len, &err) : NULL;
+
+			if (m != NULL)
+			{
+				TsPathTable *pt = ts_paths_build(m);
+
+				printf("ok %s trees=%d leaves=%lld paths=%lld\n", argv[i], m->num_trees,
+					   (long long) m->num_leaves, (long long) pt->num_paths);
+				ts_paths_free(pt);
+				ts_model_free(m);
+			}
+			else
+			{
+				printf("error %s: %s\n", argv[i], err.message);
+				bad++;
+			}
+			free(buf);
+		}
+		return bad > 0 ? 1 : 0;
+	}
+	if (argc == 4)
+	{
+		size_t		len;
+		char	   *buf = read_file(argv[2], &len);
+		TsError		err = {0};
+		TsModel    *m = buf ? ts_model_read(buf, len, &err) : NULL;
+		int			rc;
+
+		if (m == NULL)
+		{
+			fprintf(stderr, "error: %s\n", err.message);
+			return 1;
+		}
+		rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0);
+		ts_model_free(m);
+		free(buf);
+		return rc;
+	}
+	fprintf(stderr, "usage: ts_cli contribs|margin MODEL CSV | ts_cli load MODEL...\n");
+	return 2;
+}
