@@ -1,0 +1,53 @@
+# pg_treeshap - PGXS build. CUDA is optional: with nvcc (on PATH or in
+# $(CUDA_HOME)) the cuda/ objects link in with a static CUDA runtime;
+# WITH_CUDA=no, or no nvcc, gives a CPU-only build.
+EXTENSION = pg_treeshap
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" pg_treeshap.control)
+
+MODULE_big = pg_treeshap
+OBJS = src/pg_treeshap.o src/ts_settings.o src/ts_error.o src/ts_alloc_pg.o \
+       src/ts_json.o src/ts_model.o src/ts_xgboost.o src/ts_paths.o src/ts_shap_cpu.o \
+       src/ts_catalog.o src/ts_batch.o src/ts_explain.o src/ts_gpu_info.o
+DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
+
+REGRESS = catalog explain errors
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+
+PG_CONFIG ?= pg_config
+PG_CFLAGS += -Wall -Wextra -Werror=implicit-function-declaration
+# PostgreSQL's own headers trip -Wextra; treat them as system headers.
+PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir-server)
+
+# PGXS wants LLVM bitcode for every object; nvcc objects have none.
+override with_llvm = no
+
+CUDA_HOME ?= /usr/local/cuda
+WITH_CUDA ?= auto
+NVCC := $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/null)
+ifeq ($(WITH_CUDA),no)
+  NVCC :=
+endif
+ifeq ($(WITH_CUDA),yes)
+  ifeq ($(NVCC),)
+    $(error WITH_CUDA=yes but nvcc was not found; set CUDA_HOME)
+  endif
+endif
+
+ifneq ($(NVCC),)
+  CUDA_OBJS = cuda/ts_device.o
+  OBJS += $(CUDA_OBJS)
+  PG_CPPFLAGS += -DTS_WITH_CUDA
+  SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
+  NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra \
+    -gencode arch=compute_80,code=sm_80 \
+    -gencode arch=compute_90,code=sm_90 \
+    -gencode arch=compute_90,code=compute_90
+endif
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+cuda/%.o: cuda/%.cu cuda/ts_cuda.h
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+EXTRA_CLEAN = cuda/*.o

@@ -1,0 +1,287 @@
+/*
+ * ts_explain.c - the SQL functions that explain and predict: materialised
+ * set-returning functions over batches of a user query, plus shap_values()
+ * for a single feature array.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+#include "ts_batch.h"
+#include "ts_catalog.h"
+#include "ts_settings.h"
+#include "ts_shap_cpu.h"
+
+PG_FUNCTION_INFO_V1(treeshap_explain_shap);
+PG_FUNCTION_INFO_V1(treeshap_explain_shap_wide);
+PG_FUNCTION_INFO_V1(treeshap_predict);
+PG_FUNCTION_INFO_V1(treeshap_shap_values);
+
+typedef enum TsResultKind
+{
+	TS_RESULT_LONG,				/* (key, output, feature, shap_value) */
+	TS_RESULT_WIDE,				/* (key, output, base_value, shap_values[]) */
+	TS_RESULT_PREDICT			/* (key, output, margin, prediction) */
+} TsResultKind;
+
+/* State shared by the emitters of one call. */
+typedef struct TsEmitter
+{
+	TsResultKind kind;
+	Tuplestorestate *store;
+	TupleDesc	desc;
+	const TsModel *model;
+	const TsPathTable *paths;
+	Datum	   *feature_text;	/* feature names as text, for the long form */
+	double	   *phi;			/* outputs x (features + 1) */
+	double	   *scratch;
+	Datum	   *elems;			/* one output's contributions as datums */
+} TsEmitter;
+
+/* The first two arguments as C strings; NULL is an error, not an empty set. */
+static void
+get_model_and_query(FunctionCallInfo fcinfo, char **model, char **query)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model name and query must not be null")));
+	*model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+}
+
+/* Prepare per-call buffers for the chosen result kind. */
+static void
+emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedModel *cached)
+{
+	const TsModel *m = cached->model;
+
+	em->kind = kind;
+	em->store = rsinfo->setResult;
+	em->desc = rsinfo->setDesc;
+	em->model = m;
+	em->paths = cached->paths;
+	em->phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
+	em->scratch = palloc(sizeof(double) * ts_shap_scratch_len(cached->paths));
+	em->elems = palloc(sizeof(Datum) * m->num_features);
+	em->feature_text = NULL;
+	if (kind == TS_RESULT_LONG)
+	{
+		em->feature_text = palloc(sizeof(Datum) * m->num_features);
+		for (int32 j = 0; j < m->num_features; j++)
+			em->feature_text[j] = CStringGetTextDatum(ts_feature_name(m, j));
+	}
+}
+
+/* Emit the result rows of one input row. */
+static void
+emit_row(TsEmitter *em, Datum key, bool key_null, const float *x)
+{
+	const TsModel *m = em->model;
+	int32		nf = m->num_features;
+	Datum		values[4];
+	bool		nulls[4] = {key_null, false, false, false};
+
+	values[0] = key;
+	if (em->kind == TS_RESULT_PREDICT)
+	{
+		/* phi has room for 2 * num_outputs: features + 1 >= 2 */
+		double	   *margin = em->phi;
+		double	   *link = em->phi + m->num_outputs;
+
+		ts_model_predict_margin(m, x, margin);
+		ts_model_link(m, margin, link);
+		for (int32 k = 0; k < m->num_outputs; k++)
+		{
+			values[1] = Int32GetDatum(k);
+			values[2] = Float8GetDatum(margin[k]);
+			values[3] = Float8GetDatum(link[k]);
+			tuplestore_putvalues(em->store, em->desc, values, nulls);
+		}
+		return;
+	}
+	ts_shap_row(em->paths, x, em->phi, em->scratch);
+	for (int32 k = 0; k < m->num_outputs; k++)
+	{
+		const double *phi = em->phi + (size_t) k * (nf + 1);
+
+		values[1] = Int32GetDatum(k);
+		if (em->kind == TS_RESULT_WIDE)
+		{
+			for (int32 j = 0; j < nf; j++)
+				em->elems[j] = Float8GetDatum(phi[j]);
+			values[2] = Float8GetDatum(phi[nf]);
+			values[3] = PointerGetDatum(construct_array(em->elems, nf, FLOAT8OID, 8,
+														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			tuplestore_putvalues(em->store, em->desc, values, nulls);
+			pfree(DatumGetPointer(values[3]));
+			continue;
+		}
+		for (int32 j = 0; j < nf; j++)
+		{
+			values[2] = em->feature_text[j];
+			values[3] = Float8GetDatum(phi[j]);
+			tuplestore_putvalues(em->store, em->desc, values, nulls);
+		}
+	}
+}
+
+/* Read the query batch by batch and emit results; the model stays pinned throughout. */
+static void
+run_query(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_type)
+{
+	TsBatchReader reader;
+	uint64		n;
+
+	ts_batch_open(&reader, query, cached->model, key_type);
+	while ((n = ts_batch_next(&reader)) > 0)
+	{
+		for (uint64 i = 0; i < n; i++)
+			emit_row(em, reader.keys[i], reader.key_null[i],
+					 reader.x + i * (size_t) cached->model->num_features);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ts_batch_close(&reader);
+}
+
+/* Common body of the set-returning functions. */
+static Datum
+explain_common(FunctionCallInfo fcinfo, TsResultKind kind)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *model_name;
+	char	   *query;
+	TsCachedModel *volatile cached = NULL;
+	TsEmitter	em;
+	Oid			key_type;
+
+	get_model_and_query(fcinfo, &model_name, &query);
+	if (kind != TS_RESULT_PREDICT)
+		ts_settings_check_device();
+	InitMaterializedSRF(fcinfo, 0);
+	key_type = TupleDescAttr(rsinfo->setDesc, 0)->atttypid;
+
+	SPI_connect();
+	PG_TRY();
+	{
+		cached = ts_model_acquire(model_name);
+		emitter_init(&em, kind, rsinfo, cached);
+		run_query(&em, cached, query, key_type);
+	}
+	PG_FINALLY();
+	{
+		if (cached != NULL)
+			ts_model_release(cached);
+	}
+	PG_END_TRY();
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* treeshap.explain_shap(model, query [, key_type]): one row per (row, output, feature). */
+Datum
+treeshap_explain_shap(PG_FUNCTION_ARGS)
+{
+	return explain_common(fcinfo, TS_RESULT_LONG);
+}
+
+/* treeshap.explain_shap_wide(model, query [, key_type]): one row per (row, output). */
+Datum
+treeshap_explain_shap_wide(PG_FUNCTION_ARGS)
+{
+	return explain_common(fcinfo, TS_RESULT_WIDE);
+}
+
+/* treeshap.predict(model, query [, key_type]): margin and linked prediction per output. */
+Datum
+treeshap_predict(PG_FUNCTION_ARGS)
+{
+	return explain_common(fcinfo, TS_RESULT_PREDICT);
+}
+
+/* Feature array argument as float32 features; NULL elements are missing. */
+static float *
+features_from_array(ArrayType *arr, int32 num_features)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	float	   *x;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("features must be a one-dimensional array")));
+	deconstruct_array(arr, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+	if (n != num_features)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("features has %d elements, but the model has %d features", n, num_features)));
+	x = palloc(sizeof(float) * num_features);
+	for (int i = 0; i < n; i++)
+		x[i] = nulls[i] ? NAN : ts_feature_value(DatumGetFloat8(elems[i]));
+	return x;
+}
+
+/* pred_contribs layout: 1-D (features+1) for one output, else outputs x (features+1). */
+static ArrayType *
+contribs_array(const double *phi, int32 num_outputs, int32 num_features)
+{
+	int			width = num_features + 1;
+	int			total = num_outputs * width;
+	Datum	   *elems = palloc(sizeof(Datum) * total);
+	int			dims[2] = {num_outputs, width};
+	int			lbs[2] = {1, 1};
+
+	for (int i = 0; i < total; i++)
+		elems[i] = Float8GetDatum(phi[i]);
+	if (num_outputs == 1)
+		return construct_array(elems, width, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	return construct_md_array(elems, NULL, 2, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL,
+							  TYPALIGN_DOUBLE);
+}
+
+/* treeshap.shap_values(model, features float8[]): one row's contributions. */
+Datum
+treeshap_shap_values(PG_FUNCTION_ARGS)
+{
+	char	   *model_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+	TsCachedModel *volatile cached = NULL;
+	ArrayType  *result = NULL;
+
+	ts_settings_check_device();
+	SPI_connect();
+	PG_TRY();
+	{
+		const TsModel *m;
+		float	   *x;
+		double	   *phi;
+		double	   *scratch;
+
+		cached = ts_model_acquire(model_name);
+		m = cached->model;
+		x = features_from_array(arr, m->num_features);
+		phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
+		scratch = palloc(sizeof(double) * ts_shap_scratch_len(cached->paths));
+		ts_shap_row(cached->paths, x, phi, scratch);
+		result = contribs_array(phi, m->num_outputs, m->num_features);
+		/* copy out of SPI's memory before SPI_finish frees it */
+		result = (ArrayType *) DatumGetPointer(SPI_datumTransfer(PointerGetDatum(result), false, -1));
+	}
+	PG_FINALLY();
+	{
+		if (cached != NULL)
+			ts_model_release(cached);
+	}
+	PG_END_TRY();
+	SPI_finish();
+	PG_RETURN_ARRAYTYPE_P(result);
+}

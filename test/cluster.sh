@@ -1,0 +1,31 @@
+#!/bin/bash
+# Source this file: starts a throwaway PostgreSQL 15 cluster in a temporary
+# directory (as user postgres when run by root, since PostgreSQL refuses
+# root), exports PGHOST/PGPORT/PGUSER/PGDATABASE for psql, pg_regress and
+# pg_prove, and stops and removes the cluster when the shell exits.
+# Extra server settings: TS_PG_CONF="shared_preload_libraries='pg_cron'".
+
+PGBIN=${PGBIN:-$(pg_config --bindir)}
+TS_CLUSTER=$(mktemp -d /tmp/pg_treeshap.XXXXXX)
+TS_PGPORT=${TS_PGPORT:-54329}
+if [ "$(id -u)" = 0 ]; then
+    chown postgres "$TS_CLUSTER"
+    ts_as_owner() { runuser -u postgres -- "$@"; }
+else
+    ts_as_owner() { "$@"; }
+fi
+
+ts_cluster_stop() {
+    ts_as_owner "$PGBIN/pg_ctl" -D "$TS_CLUSTER/data" -m immediate stop >/dev/null 2>&1
+    rm -rf "$TS_CLUSTER"
+}
+trap ts_cluster_stop EXIT
+
+ts_as_owner "$PGBIN/initdb" -D "$TS_CLUSTER/data" -A trust -U postgres >"$TS_CLUSTER/initdb.log" 2>&1 \
+    || { cat "$TS_CLUSTER/initdb.log"; exit 1; }
+echo "${TS_PG_CONF:-}" >>"$TS_CLUSTER/data/postgresql.auto.conf"
+ts_as_owner "$PGBIN/pg_ctl" -D "$TS_CLUSTER/data" -l "$TS_CLUSTER/server.log" -w \
+    -o "-k $TS_CLUSTER -p $TS_PGPORT -c listen_addresses=''" start >/dev/null \
+    || { cat "$TS_CLUSTER/server.log"; exit 1; }
+export PGHOST=$TS_CLUSTER PGPORT=$TS_PGPORT PGUSER=postgres PGDATABASE=postgres
+echo "throwaway PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') at $PGHOST:$PGPORT"
