@@ -1,0 +1,14 @@
+-- Load fixture :f (model, rows, XGBoost's reference) into the model catalog
+-- and the temp tables made by setup.sql. Paths are relative to the project root.
+\set model `cat test/fixtures/:f.json`
+SELECT 1 FROM treeshap.load_model(:'f', convert_to(:'model', 'UTF8'), replace => true) \g /dev/null
+\set rows `cat test/fixtures/:f.data.csv`
+INSERT INTO fx_data
+SELECT :'f', p[1]::bigint, p[2]::float8[]
+  FROM (SELECT regexp_match(l, '^(\d+),"?([^"]*)"?$') AS p
+          FROM regexp_split_to_table(:'rows', '\r?\n') AS l) s;
+\set expected `cat test/fixtures/:f.expected.csv`
+INSERT INTO fx_expected
+SELECT :'f', p[1]::bigint, p[2]::int, p[3]::float8, p[4]::float8[]
+  FROM (SELECT regexp_match(l, '^(\d+),(\d+),([^,]+),"?([^"]*)"?$') AS p
+          FROM regexp_split_to_table(:'expected', '\r?\n') AS l) s;

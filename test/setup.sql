@@ -1,0 +1,52 @@
+-- Shared setup of the pgTAP files: extensions, every fixture loaded, and a
+-- helper that writes the query selecting a fixture's rows with one float8
+-- column per model feature (named as the model names it).
+\set QUIET 1
+\set ON_ERROR_STOP 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS pg_treeshap;
+
+CREATE TEMP TABLE fx_data (fixture text, id bigint, x float8[]);
+CREATE TEMP TABLE fx_expected (fixture text, id bigint, output int, margin float8,
+                               contribs float8[]);
+CREATE TEMP TABLE fx_list (fixture text PRIMARY KEY);
+INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'), ('dart'),
+    ('poisson'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3');
+
+\set f reg
+\ir load_fixture.sql
+\set f binary
+\ir load_fixture.sql
+\set f multiclass
+\ir load_fixture.sql
+\set f nan
+\ir load_fixture.sql
+\set f deep
+\ir load_fixture.sql
+\set f dart
+\ir load_fixture.sql
+\set f poisson
+\ir load_fixture.sql
+\set f reg_v3
+\ir load_fixture.sql
+\set f binary_v3
+\ir load_fixture.sql
+\set f multiclass_v3
+\ir load_fixture.sql
+\set f dart_v3
+\ir load_fixture.sql
+
+-- SELECT id, x[1] AS "<feature 1>", ... FROM fx_data WHERE fixture = f
+CREATE FUNCTION pg_temp.fx_query(f text) RETURNS text LANGUAGE sql AS $$
+    SELECT format('SELECT id, %s FROM pg_temp.fx_data WHERE fixture = %L',
+                  string_agg(format('x[%s] AS %I', i,
+                                    coalesce(m.feature_names[i], 'f' || (i - 1))),
+                             ', ' ORDER BY i), f)
+      FROM treeshap.models m, generate_series(1, m.num_features) AS i
+     WHERE m.name = f
+$$;
+\set QUIET 0
