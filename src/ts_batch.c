@@ -13,6 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 
 #include "ts_batch.h"
 #include "ts_settings.h"
@@ -195,6 +196,17 @@ convert_key(TsBatchReader *r, Datum d)
 	return r->key_type == INT4OID ? Int32GetDatum((int32) v) : Int16GetDatum((int16) v);
 }
 
+/* Whether a prepared plan is one SELECT (or VALUES) statement. */
+static bool
+is_select_plan(SPIPlanPtr plan)
+{
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+
+	return list_length(sources) == 1 &&
+		((CachedPlanSource *) linitial(sources))->commandTag == CMDTAG_SELECT &&
+		SPI_is_cursor_plan(plan);
+}
+
 /* Open the cursor; read_only so the query cannot modify data. */
 void
 ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key_type)
@@ -208,7 +220,7 @@ ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "could not prepare query: %s", SPI_result_code_string(SPI_result));
-	if (!SPI_is_cursor_plan(plan))
+	if (!is_select_plan(plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
 				 errmsg("query must be a single SELECT or VALUES that returns rows")));

@@ -131,7 +131,7 @@ match_word(TsJsonParser *ps, const char *word)
 static bool
 parse_number(TsJsonParser *ps, double *out)
 {
-	char		buf[64];
+	char		buf[512];		/* room for any double written out in full */
 	const char *s = ps->p;
 	size_t		n;
 	char	   *endp;
