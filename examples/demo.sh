@@ -1,0 +1,37 @@
+#!/bin/bash
+# The demo: build, install, start a throwaway cluster, load the bundled
+# California-housing model (XGBoost, 30 trees) and five houses, and print
+# what drives each predicted price.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+bash test/deps.sh
+make -s -j2
+$SUDO make -s install >/dev/null
+source test/cluster.sh
+
+psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE EXTENSION pg_treeshap;
+\set model `cat test/fixtures/reg.json`
+\echo '-- the model'
+SELECT name, num_trees, num_leaves, max_depth, feature_names, objective
+  FROM treeshap.load_model('california', convert_to(:'model', 'UTF8'));
+CREATE TABLE houses (id bigint, "MedInc" float8, "HouseAge" float8, "AveRooms" float8,
+                     "AveBedrms" float8, "Population" float8, "AveOccup" float8,
+                     "Latitude" float8, "Longitude" float8);
+\copy houses FROM 'examples/houses.csv' CSV HEADER
+\echo '-- predicted value (x $100,000) and the three features that move it most'
+SELECT p.row_key AS house, round(p.prediction::numeric, 3) AS predicted,
+       round(w.base_value::numeric, 3) AS average,
+       (SELECT string_agg(format('%s %s', e.feature, to_char(e.shap_value, 'SG0.000')), ', '
+                          ORDER BY abs(e.shap_value) DESC)
+          FROM (SELECT * FROM treeshap.explain_shap('california', 'SELECT * FROM houses') x
+                 WHERE x.row_key = p.row_key ORDER BY abs(x.shap_value) DESC LIMIT 3) e) AS top_reasons
+  FROM treeshap.predict('california', 'SELECT * FROM houses') p
+  JOIN treeshap.explain_shap_wide('california', 'SELECT * FROM houses') w USING (row_key, output)
+ ORDER BY house;
+\echo '-- every contribution of house 5 (NULL features are missing values)'
+SELECT feature, round(shap_value::numeric, 4) AS shap_value
+  FROM treeshap.explain_shap('california', 'SELECT * FROM houses WHERE id = 5')
+ ORDER BY abs(shap_value) DESC;
+SQL

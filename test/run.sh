@@ -1,0 +1,32 @@
+#!/bin/bash
+# The test command: install dependencies, build (with nvcc when present),
+# install, start a throwaway cluster, then run the pg_regress suite, the
+# pgTAP suite (pg_prove), the oracle check on freshly trained XGBoost models,
+# and the compute core under AddressSanitizer with mutated models.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+
+bash test/deps.sh
+make -s clean >/dev/null
+make -s -j2 ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA}
+$SUDO make -s install ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA} >/dev/null
+source test/cluster.sh
+
+status=0
+echo "== pg_regress"
+make -s installcheck || { cat regression.diffs 2>/dev/null | head -100; status=1; }
+
+echo "== pgTAP"
+psql -X -q -c "CREATE EXTENSION IF NOT EXISTS pgtap" -c "CREATE EXTENSION IF NOT EXISTS pg_treeshap"
+pg_prove test/t*.sql || status=1
+
+echo "== oracle: fresh XGBoost models against pred_contribs"
+/usr/bin/python3 test/oracle_check.py || status=1
+if [ -n "${TS_EXTRA_PYTHON:-}" ]; then "$TS_EXTRA_PYTHON" test/oracle_check.py || status=1; fi
+
+echo "== compute core under AddressSanitizer"
+make -s -C test/core >/dev/null
+/usr/bin/python3 test/core/fuzz_core.py || status=1
+
+exit $status
