@@ -6,6 +6,8 @@
 # Extra server settings: TS_PG_CONF="shared_preload_libraries='pg_cron'".
 
 PGBIN=${PGBIN:-$(pg_config --bindir)}
+# libpq-dev's pg_config reports /usr/bin, which has no initdb
+[ -x "$PGBIN/initdb" ] || PGBIN=/usr/lib/postgresql/15/bin
 TS_CLUSTER=$(mktemp -d /tmp/pg_treeshap.XXXXXX)
 TS_PGPORT=${TS_PGPORT:-54329}
 if [ "$(id -u)" = 0 ]; then
