@@ -37,14 +37,4 @@ extern void *ts_alloc0(size_t size);
 extern void *ts_realloc(void *ptr, size_t size);
 extern void ts_free(void *ptr);
 
-/* Multiply two sizes, reporting overflow instead of wrapping. */
-static inline bool
-ts_mul_size(size_t a, size_t b, size_t *out)
-{
-	if (a != 0 && b > SIZE_MAX / a)
-		return false;
-	*out = a * b;
-	return true;
-}
-
 #endif							/* TS_CORE_H */

@@ -5,7 +5,6 @@
  */
 #include "ts_json.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,7 +162,6 @@ parse_number(TsJsonParser *ps, double *out)
 	buf[n] = '\0';
 	if (!(buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')))
 		return json_error(ps, "malformed number");
-	errno = 0;
 	*out = strtod(buf, &endp);
 	if (*endp != '\0')
 		return json_error(ps, "malformed number");
@@ -330,8 +328,6 @@ parse_string(TsJsonParser *ps, const char **out, size_t *outlen)
 		}
 		else
 		{
-			if (c == 0)
-				return json_error(ps, "NUL byte in string");
 			dst[n++] = (char) c;
 			ps->p++;
 		}

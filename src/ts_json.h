@@ -31,7 +31,7 @@ struct TsJson
 		double		number;
 		struct
 		{
-			const char *ptr;	/* NUL-terminated, may contain NULs if escaped */
+			const char *ptr;	/* NUL-terminated; \u0000 is refused */
 			size_t		len;
 		}			str;
 		struct

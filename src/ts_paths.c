@@ -208,11 +208,3 @@ ts_paths_free(TsPathTable *pt)
 	ts_free(pt->bias);
 	ts_free(pt);
 }
-
-/* Approximate bytes held by the table. */
-size_t
-ts_paths_size(const TsPathTable *pt)
-{
-	return (size_t) pt->num_paths * (sizeof(int64_t) + 2 * sizeof(int32_t) + sizeof(double)) +
-		(size_t) pt->num_elements * (sizeof(int32_t) + 2 * sizeof(float) + 1 + sizeof(double));
-}

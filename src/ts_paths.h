@@ -39,7 +39,4 @@ extern TsPathTable *ts_paths_build(const TsModel *m);
 
 extern void ts_paths_free(TsPathTable *pt);
 
-/* Bytes the table occupies (for reporting). */
-extern size_t ts_paths_size(const TsPathTable *pt);
-
 #endif							/* TS_PATHS_H */
