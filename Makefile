@@ -7,7 +7,8 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" pg_treeshap.con
 MODULE_big = pg_treeshap
 OBJS = src/pg_treeshap.o src/ts_settings.o src/ts_error.o src/ts_alloc_pg.o \
        src/ts_json.o src/ts_model.o src/ts_xgboost.o src/ts_paths.o src/ts_shap_cpu.o \
-       src/ts_catalog.o src/ts_batch.o src/ts_explain.o src/ts_gpu_info.o
+       src/ts_pack.o src/ts_catalog.o src/ts_batch.o src/ts_explain.o src/ts_gpu_pg.o \
+       src/ts_gpu_info.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 
 REGRESS = catalog explain errors
@@ -34,7 +35,7 @@ ifeq ($(WITH_CUDA),yes)
 endif
 
 ifneq ($(NVCC),)
-  CUDA_OBJS = cuda/ts_device.o
+  CUDA_OBJS = src/ts_gpu.o cuda/ts_device.o cuda/ts_shap.o
   OBJS += $(CUDA_OBJS)
   PG_CPPFLAGS += -DTS_WITH_CUDA
   SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
@@ -47,7 +48,7 @@ endif
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-cuda/%.o: cuda/%.cu cuda/ts_cuda.h
+cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 EXTRA_CLEAN = cuda/*.o

@@ -7,6 +7,7 @@
 #define TS_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C"
@@ -17,7 +18,9 @@ typedef enum TsGpuStatus
 {
 	TS_GPU_OK = 0,
 	TS_GPU_NO_DEVICE = 1,		/* no usable GPU or driver: not an error for callers */
-	TS_GPU_ERROR = 2
+	TS_GPU_ERROR = 2,
+	TS_GPU_OUT_OF_MEMORY = 3,	/* device or pinned host memory exhausted */
+	TS_GPU_NOT_READY = 4		/* a batch is still running */
 } TsGpuStatus;
 
 typedef struct TsGpuDeviceInfo
@@ -35,6 +38,92 @@ TsGpuStatus ts_gpu_device_count(int *count, char *msg, size_t msglen);
 
 /* Properties of one GPU. */
 TsGpuStatus ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size_t msglen);
+
+/*
+ * One lane of a packed bin: a path element, or an empty lane (feature
+ * TS_GPU_LANE_EMPTY). The lanes of one path are consecutive in one bin of 32;
+ * each knows where its path starts and how long it is, so lane groups need
+ * no search and no global synchronisation.
+ */
+#define TS_GPU_LANES 32
+#define TS_GPU_LANE_EMPTY (-2)
+
+typedef struct TsGpuLane
+{
+	double		zero_fraction;
+	double		value;			/* leaf value of the lane's path */
+	float		lower;			/* satisfied when lower <= x < upper */
+	float		upper;
+	int32_t		feature;		/* -1 for the root element */
+	int32_t		group;			/* output the path's leaf adds to */
+	uint8_t		missing;		/* satisfied when x is NaN */
+	uint8_t		first;			/* first lane of the path in its bin */
+	uint8_t		len;			/* lanes (elements) of the path */
+	uint8_t		unused[5];
+} TsGpuLane;
+
+typedef enum TsGpuPrecision
+{
+	TS_GPU_FLOAT64 = 0,
+	TS_GPU_FLOAT32 = 1
+} TsGpuPrecision;
+
+/* A packed path table as the host hands it over. */
+typedef struct TsGpuTableDesc
+{
+	const TsGpuLane *lanes;		/* num_bins * 32 */
+	int64_t		num_bins;
+	int32_t		num_features;
+	int32_t		num_outputs;
+	const double *bias;			/* per output */
+	double		fixed_scale;	/* contributions are summed as round(phi * scale) in int64 */
+} TsGpuTableDesc;
+
+typedef struct TsGpuTable TsGpuTable;	/* device copy of a packed table */
+typedef struct TsGpuRunner TsGpuRunner; /* buffers and streams of a pipelined run */
+
+/* Copy a packed table to the current GPU. */
+TsGpuStatus ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out,
+								char *msg, size_t msglen);
+void		ts_gpu_table_free(TsGpuTable *table);
+
+/*
+ * Two slots of pinned host and device buffers for batches of up to max_rows
+ * rows, each with its own stream, so one batch computes while the caller
+ * fills the other.
+ */
+TsGpuStatus ts_gpu_runner_create(const TsGpuTable *table, int32_t max_rows,
+								 TsGpuPrecision precision, TsGpuRunner **out,
+								 char *msg, size_t msglen);
+
+/* Pinned row-major float32 input of a slot (max_rows x num_features, NaN = missing). */
+float	   *ts_gpu_runner_input(TsGpuRunner *runner, int slot);
+
+/* Start copy-in, kernels and copy-out of nrows rows of a slot's input; returns at once. */
+TsGpuStatus ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows,
+								 char *msg, size_t msglen);
+
+/*
+ * Wait for a slot's batch; *phi then points at nrows x outputs x (features + 1)
+ * doubles in pred_contribs layout (bias last), valid until the slot's next submit.
+ */
+TsGpuStatus ts_gpu_runner_wait(TsGpuRunner *runner, int slot, double **phi,
+							   char *msg, size_t msglen);
+
+/* TS_GPU_OK once a slot's batch has finished, TS_GPU_NOT_READY while it runs. */
+TsGpuStatus ts_gpu_runner_poll(TsGpuRunner *runner, int slot, char *msg, size_t msglen);
+
+/* Wait for outstanding work and free everything; safe on a half-built runner. */
+void		ts_gpu_runner_free(TsGpuRunner *runner);
+
+/*
+ * Benchmark: time the device work of explaining nrows rows already on the GPU
+ * (zeroing, SHAP kernel, finalising), best of reps runs, in seconds; also
+ * returns the contributions of the last run into phi when phi is not NULL.
+ */
+TsGpuStatus ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
+							   TsGpuPrecision precision, int reps, double *seconds,
+							   double *phi, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

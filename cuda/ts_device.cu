@@ -7,17 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "ts_cuda.h"
-
-/* Copy a CUDA error into the caller's buffer and classify it. */
-static TsGpuStatus
-report(cudaError_t rc, const char *what, char *msg, size_t msglen)
-{
-	if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver)
-		return TS_GPU_NO_DEVICE;
-	snprintf(msg, msglen, "%s: %s", what, cudaGetErrorString(rc));
-	return TS_GPU_ERROR;
-}
+#include "ts_cuda_status.h"
 
 extern "C" TsGpuStatus
 ts_gpu_device_count(int *count, char *msg, size_t msglen)
@@ -29,15 +19,13 @@ ts_gpu_device_count(int *count, char *msg, size_t msglen)
 		if (rc != cudaSuccess)
 		{
 			*count = 0;
-			cudaGetLastError();	/* clear the sticky error for later calls */
-			return report(rc, "cudaGetDeviceCount", msg, msglen);
+			return ts_cuda_status(rc, "cudaGetDeviceCount", msg, msglen);
 		}
 		return *count > 0 ? TS_GPU_OK : TS_GPU_NO_DEVICE;
 	}
 	catch (...)
 	{
-		snprintf(msg, msglen, "unexpected C++ exception while counting GPUs");
-		return TS_GPU_ERROR;
+		return ts_cuda_unexpected("ts_gpu_device_count", msg, msglen);
 	}
 }
 
@@ -50,7 +38,7 @@ ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size_t msglen)
 		cudaError_t rc = cudaGetDeviceProperties(&prop, index);
 
 		if (rc != cudaSuccess)
-			return report(rc, "cudaGetDeviceProperties", msg, msglen);
+			return ts_cuda_status(rc, "cudaGetDeviceProperties", msg, msglen);
 		memset(info, 0, sizeof(*info));
 		info->index = index;
 		snprintf(info->name, sizeof(info->name), "%s", prop.name);
@@ -62,7 +50,6 @@ ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size_t msglen)
 	}
 	catch (...)
 	{
-		snprintf(msg, msglen, "unexpected C++ exception while querying GPU %d", index);
-		return TS_GPU_ERROR;
+		return ts_cuda_unexpected("ts_gpu_device_info", msg, msglen);
 	}
 }

@@ -8,8 +8,6 @@ SELECT treeshap.shap_values('missing', ARRAY[1.0]);
 \set VERBOSITY default
 SELECT treeshap.load_model('bad', convert_to('{"learner": 3}', 'UTF8'));
 SELECT count(*) AS models_stored FROM treeshap.models;
-SET treeshap.device = gpu;
-SELECT treeshap.shap_values('missing', ARRAY[1.0]);
 SET treeshap.device = bogus;
 RESET treeshap.device;
 SELECT 'still alive' AS session;

@@ -249,7 +249,8 @@ ts_batch_next(TsBatchReader *r)
 		return 0;
 
 	old = MemoryContextSwitchTo(r->batch_context);
-	r->x = palloc_extended(sizeof(float) * r->nrows * nf, MCXT_ALLOC_HUGE);
+	r->x = r->x_target != NULL ? r->x_target
+		: palloc_extended(sizeof(float) * r->nrows * nf, MCXT_ALLOC_HUGE);
 	r->keys = palloc(sizeof(Datum) * r->nrows);
 	r->key_null = palloc(sizeof(bool) * r->nrows);
 	for (uint64 i = 0; i < r->nrows; i++)

@@ -24,6 +24,7 @@ typedef struct TsBatchReader
 	Oid		   *feature_type;	/* base type of that column */
 
 	/* the current batch */
+	float	   *x_target;		/* if set, rows are converted into it (batch_rows rows of room) */
 	uint64		nrows;
 	float	   *x;				/* nrows x num_features */
 	Datum	   *keys;

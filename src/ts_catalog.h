@@ -17,6 +17,7 @@ struct TsCachedModel
 	MemoryContext context;		/* owns the entry, model and path table */
 	TsModel    *model;
 	TsPathTable *paths;
+	void	   *gpu_plan;		/* TsGpuPlan, built on first GPU use */
 	int			pins;			/* calls using it now; retired entries wait for 0 */
 	bool		retired;
 };

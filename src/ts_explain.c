@@ -12,10 +12,14 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
 #include "ts_batch.h"
 #include "ts_catalog.h"
+#include "ts_gpu_pg.h"
 #include "ts_settings.h"
 #include "ts_shap_cpu.h"
 
@@ -80,9 +84,32 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	}
 }
 
-/* Emit the result rows of one input row. */
+/* Emit (key, output, margin, prediction) rows of one input row. */
 static void
-emit_row(TsEmitter *em, Datum key, bool key_null, const float *x)
+emit_prediction(TsEmitter *em, Datum key, bool key_null, const float *x)
+{
+	const TsModel *m = em->model;
+	Datum		values[4];
+	bool		nulls[4] = {key_null, false, false, false};
+	/* phi has room for 2 * num_outputs: features + 1 >= 2 */
+	double	   *margin = em->phi;
+	double	   *link = em->phi + m->num_outputs;
+
+	values[0] = key;
+	ts_model_predict_margin(m, x, margin);
+	ts_model_link(m, margin, link);
+	for (int32 k = 0; k < m->num_outputs; k++)
+	{
+		values[1] = Int32GetDatum(k);
+		values[2] = Float8GetDatum(margin[k]);
+		values[3] = Float8GetDatum(link[k]);
+		tuplestore_putvalues(em->store, em->desc, values, nulls);
+	}
+}
+
+/* Emit the result rows of one input row from its contributions (outputs x (features + 1)). */
+static void
+emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 {
 	const TsModel *m = em->model;
 	int32		nf = m->num_features;
@@ -90,27 +117,9 @@ emit_row(TsEmitter *em, Datum key, bool key_null, const float *x)
 	bool		nulls[4] = {key_null, false, false, false};
 
 	values[0] = key;
-	if (em->kind == TS_RESULT_PREDICT)
-	{
-		/* phi has room for 2 * num_outputs: features + 1 >= 2 */
-		double	   *margin = em->phi;
-		double	   *link = em->phi + m->num_outputs;
-
-		ts_model_predict_margin(m, x, margin);
-		ts_model_link(m, margin, link);
-		for (int32 k = 0; k < m->num_outputs; k++)
-		{
-			values[1] = Int32GetDatum(k);
-			values[2] = Float8GetDatum(margin[k]);
-			values[3] = Float8GetDatum(link[k]);
-			tuplestore_putvalues(em->store, em->desc, values, nulls);
-		}
-		return;
-	}
-	ts_shap_row(em->paths, x, em->phi, em->scratch);
 	for (int32 k = 0; k < m->num_outputs; k++)
 	{
-		const double *phi = em->phi + (size_t) k * (nf + 1);
+		const double *phi = row_phi + (size_t) k * (nf + 1);
 
 		values[1] = Int32GetDatum(k);
 		if (em->kind == TS_RESULT_WIDE)
@@ -133,21 +142,113 @@ emit_row(TsEmitter *em, Datum key, bool key_null, const float *x)
 	}
 }
 
-/* Read the query batch by batch and emit results; the model stays pinned throughout. */
+/* Read the query batch by batch and compute on the CPU; the model stays pinned throughout. */
 static void
-run_query(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_type)
+run_query_cpu(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_type)
 {
 	TsBatchReader reader;
 	uint64		n;
+	int32		nf = cached->model->num_features;
 
 	ts_batch_open(&reader, query, cached->model, key_type);
 	while ((n = ts_batch_next(&reader)) > 0)
 	{
 		for (uint64 i = 0; i < n; i++)
-			emit_row(em, reader.keys[i], reader.key_null[i],
-					 reader.x + i * (size_t) cached->model->num_features);
+		{
+			const float *x = reader.x + i * (size_t) nf;
+
+			if (em->kind == TS_RESULT_PREDICT)
+				emit_prediction(em, reader.keys[i], reader.key_null[i], x);
+			else
+			{
+				ts_shap_row(em->paths, x, em->phi, em->scratch);
+				emit_contribs(em, reader.keys[i], reader.key_null[i], em->phi);
+			}
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	ts_batch_close(&reader);
+}
+
+/* Keys of one pipelined batch, copied out of SPI's tuples (freed by the next fetch). */
+typedef struct TsKeySlot
+{
+	Datum	   *keys;
+	bool	   *key_null;
+	MemoryContext context;		/* by-reference key copies */
+} TsKeySlot;
+
+/* Fetch the next batch straight into a GPU slot's pinned input; keep its keys. */
+static int32
+fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks,
+				int16 key_len, bool key_byval)
+{
+	uint64		n;
+
+	reader->x_target = ts_gpu_run_input(run, slot);
+	n = ts_batch_next(reader);
+	MemoryContextReset(ks->context);
+	for (uint64 i = 0; i < n; i++)
+	{
+		ks->key_null[i] = reader->key_null[i];
+		ks->keys[i] = reader->key_null[i] || key_byval ? reader->keys[i]
+			: datumCopy(reader->keys[i], false, key_len);
+	}
+	return (int32) n;
+}
+
+/*
+ * The GPU pipeline: while the GPU computes batch k, the backend emits the
+ * results of batch k-1 and fetches and converts batch k+1 into the other slot.
+ */
+static void
+run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *query, Oid key_type)
+{
+	TsBatchReader reader;
+	TsKeySlot	ks[2];
+	int16		key_len;
+	bool		key_byval;
+	size_t		row_width = (size_t) cached->model->num_outputs * (cached->model->num_features + 1);
+	int			running;
+	int32		running_n;
+	int			pending = -1;
+	int32		pending_n = 0;
+	double	   *pending_phi = NULL;
+
+	get_typlenbyval(key_type, &key_len, &key_byval);
+	for (int s = 0; s < 2; s++)
+	{
+		ks[s].keys = palloc(sizeof(Datum) * ts_batch_rows);
+		ks[s].key_null = palloc(sizeof(bool) * ts_batch_rows);
+		ks[s].context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
+											  ALLOCSET_DEFAULT_SIZES);
+	}
+	ts_batch_open(&reader, query, cached->model, key_type);
+	running = 0;
+	running_n = fetch_into_slot(&reader, run, running, &ks[running], key_len, key_byval);
+	if (running_n > 0)
+		ts_gpu_run_submit(run, running, running_n);
+	while (running_n > 0)
+	{
+		int			other = 1 - running;
+		int32		next_n;
+
+		if (pending >= 0)
+			for (int32 i = 0; i < pending_n; i++)
+				emit_contribs(em, ks[pending].keys[i], ks[pending].key_null[i],
+							  pending_phi + i * row_width);
+		CHECK_FOR_INTERRUPTS();
+		next_n = fetch_into_slot(&reader, run, other, &ks[other], key_len, key_byval);
+		pending_phi = ts_gpu_run_wait(run, running, running_n);
+		pending = running;
+		pending_n = running_n;
+		if (next_n > 0)
+			ts_gpu_run_submit(run, other, next_n);
+		running = other;
+		running_n = next_n;
+	}
+	for (int32 i = 0; pending >= 0 && i < pending_n; i++)
+		emit_contribs(em, ks[pending].keys[i], ks[pending].key_null[i], pending_phi + i * row_width);
 	ts_batch_close(&reader);
 }
 
@@ -159,12 +260,13 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind)
 	char	   *model_name;
 	char	   *query;
 	TsCachedModel *volatile cached = NULL;
+	TsGpuRun   *volatile run = NULL;
 	TsEmitter	em;
 	Oid			key_type;
+	bool		use_gpu;
 
 	get_model_and_query(fcinfo, &model_name, &query);
-	if (kind != TS_RESULT_PREDICT)
-		ts_settings_check_device();
+	use_gpu = kind != TS_RESULT_PREDICT && ts_device_use_gpu(true);
 	InitMaterializedSRF(fcinfo, 0);
 	key_type = TupleDescAttr(rsinfo->setDesc, 0)->atttypid;
 
@@ -173,10 +275,18 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind)
 	{
 		cached = ts_model_acquire(model_name);
 		emitter_init(&em, kind, rsinfo, cached);
-		run_query(&em, cached, query, key_type);
+		if (use_gpu)
+		{
+			run = ts_gpu_run_start(cached, ts_batch_rows);
+			run_query_gpu(&em, run, cached, query, key_type);
+		}
+		else
+			run_query_cpu(&em, cached, query, key_type);
 	}
 	PG_FINALLY();
 	{
+		if (run != NULL)
+			ts_gpu_run_end(run);
 		if (cached != NULL)
 			ts_model_release(cached);
 	}
@@ -248,36 +358,56 @@ contribs_array(const double *phi, int32 num_outputs, int32 num_features)
 							  TYPALIGN_DOUBLE);
 }
 
-/* treeshap.shap_values(model, features float8[]): one row's contributions. */
+/* One row's contributions on the GPU (used when treeshap.device = gpu). */
+static double *
+shap_row_gpu(TsCachedModel *cached, const float *x, TsGpuRun **run)
+{
+	*run = ts_gpu_run_start(cached, 1);
+	memcpy(ts_gpu_run_input(*run, 0), x, sizeof(float) * cached->model->num_features);
+	ts_gpu_run_submit(*run, 0, 1);
+	return ts_gpu_run_wait(*run, 0, 1);
+}
+
+/*
+ * treeshap.shap_values(model, features float8[]): one row's contributions.
+ * One row is quicker on the CPU, so auto stays there; gpu forces the GPU.
+ */
 Datum
 treeshap_shap_values(PG_FUNCTION_ARGS)
 {
 	char	   *model_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
 	TsCachedModel *volatile cached = NULL;
+	TsGpuRun   *volatile run = NULL;
 	ArrayType  *result = NULL;
+	bool		use_gpu = ts_device_use_gpu(false);
 
-	ts_settings_check_device();
 	SPI_connect();
 	PG_TRY();
 	{
 		const TsModel *m;
 		float	   *x;
 		double	   *phi;
-		double	   *scratch;
 
 		cached = ts_model_acquire(model_name);
 		m = cached->model;
 		x = features_from_array(arr, m->num_features);
-		phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
-		scratch = palloc(sizeof(double) * ts_shap_scratch_len(cached->paths));
-		ts_shap_row(cached->paths, x, phi, scratch);
+		if (use_gpu)
+			phi = shap_row_gpu(cached, x, (TsGpuRun **) &run);
+		else
+		{
+			phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
+			ts_shap_row(cached->paths, x, phi,
+						palloc(sizeof(double) * ts_shap_scratch_len(cached->paths)));
+		}
 		result = contribs_array(phi, m->num_outputs, m->num_features);
 		/* copy out of SPI's memory before SPI_finish frees it */
 		result = (ArrayType *) DatumGetPointer(SPI_datumTransfer(PointerGetDatum(result), false, -1));
 	}
 	PG_FINALLY();
 	{
+		if (run != NULL)
+			ts_gpu_run_end(run);
 		if (cached != NULL)
 			ts_model_release(cached);
 	}

@@ -1,5 +1,6 @@
 /*
- * ts_settings.c - GUC definitions: treeshap.batch_rows and treeshap.device.
+ * ts_settings.c - GUC definitions: treeshap.batch_rows, treeshap.device and
+ * treeshap.gpu_precision.
  */
 #include "postgres.h"
 
@@ -9,11 +10,18 @@
 
 int			ts_batch_rows = 10000;
 int			ts_device = TS_DEVICE_AUTO;
+int			ts_gpu_precision = TS_GPU_PRECISION_DOUBLE;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TS_DEVICE_AUTO, false},
 	{"cpu", TS_DEVICE_CPU, false},
 	{"gpu", TS_DEVICE_GPU, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry precision_options[] = {
+	{"double", TS_GPU_PRECISION_DOUBLE, false},
+	{"single", TS_GPU_PRECISION_SINGLE, false},
 	{NULL, 0, false}
 };
 
@@ -31,16 +39,10 @@ ts_settings_init(void)
 							 "auto uses a GPU when one is available and the CPU otherwise.",
 							 &ts_device, TS_DEVICE_AUTO, device_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("treeshap.gpu_precision",
+							 "Arithmetic of the GPU kernel's dynamic programme: double or single.",
+							 "Sums are exact int64 fixed point either way; single is faster and less exact.",
+							 &ts_gpu_precision, TS_GPU_PRECISION_DOUBLE, precision_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("treeshap");
-}
-
-/* Refuse an explicit GPU request: no GPU kernels are built into this version. */
-void
-ts_settings_check_device(void)
-{
-	if (ts_device == TS_DEVICE_GPU)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("treeshap.device = gpu is not available: this version computes SHAP values on the cpu only"),
-				 errhint("Set treeshap.device to auto or cpu.")));
 }

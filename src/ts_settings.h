@@ -11,12 +11,16 @@ typedef enum TsDevice
 	TS_DEVICE_GPU
 } TsDevice;
 
+typedef enum TsGpuPrecisionSetting
+{
+	TS_GPU_PRECISION_DOUBLE,
+	TS_GPU_PRECISION_SINGLE
+} TsGpuPrecisionSetting;
+
 extern int	ts_batch_rows;
 extern int	ts_device;
+extern int	ts_gpu_precision;
 
 extern void ts_settings_init(void);
-
-/* ERROR unless the configured device can run SHAP in this build. */
-extern void ts_settings_check_device(void);
 
 #endif							/* TS_SETTINGS_H */

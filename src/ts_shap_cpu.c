@@ -88,6 +88,15 @@ shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, doubl
 		out[pt->feature[start + e]] += unwound_sum(w, d, z[e], o[e]) * (o[e] - z[e]) * v;
 }
 
+/* Add the contributions of the listed paths only (no bias, phi not cleared). */
+void
+ts_shap_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths, const float *row,
+				  double *phi, double *scratch)
+{
+	for (int64_t i = 0; i < npaths; i++)
+		shap_path(pt, paths[i], row, phi, scratch);
+}
+
 /* Contributions of one row over every path, plus the bias column. */
 void
 ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratch)

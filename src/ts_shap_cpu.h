@@ -18,4 +18,8 @@ extern size_t ts_shap_scratch_len(const TsPathTable *pt);
  */
 extern void ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratch);
 
+/* Add the contributions of the listed paths to phi (not cleared; no bias). */
+extern void ts_shap_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths,
+							  const float *row, double *phi, double *scratch);
+
 #endif							/* TS_SHAP_CPU_H */
