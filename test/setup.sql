@@ -15,7 +15,7 @@ CREATE TEMP TABLE fx_expected (fixture text, id bigint, output int, margin float
                                contribs float8[]);
 CREATE TEMP TABLE fx_list (fixture text PRIMARY KEY);
 INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'), ('dart'),
-    ('poisson'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3');
+    ('poisson'), ('long'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3');
 
 \set f reg
 \ir load_fixture.sql
@@ -30,6 +30,8 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f dart
 \ir load_fixture.sql
 \set f poisson
+\ir load_fixture.sql
+\set f long
 \ir load_fixture.sql
 \set f reg_v3
 \ir load_fixture.sql

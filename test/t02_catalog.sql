@@ -2,7 +2,7 @@
 -- replace/drop semantics, and cache invalidation across backends.
 BEGIN;
 \ir setup.sql
-SELECT plan(20);
+SELECT plan(21);
 
 SELECT is((SELECT row(format, num_trees, num_features, num_outputs, objective)::text
              FROM treeshap.models WHERE name = 'multiclass'),
@@ -41,6 +41,21 @@ SELECT ok(EXISTS (
          WHERE (tree.tree -> 'left_children' ->> w.node)::int <> -1)
     SELECT 1 FROM walk WHERE cardinality(feats) - cardinality(ARRAY(SELECT DISTINCT unnest(feats))) >= 5),
    'the deep fixture has paths splitting one feature many times');
+SELECT ok(EXISTS (
+    WITH RECURSIVE tree AS (
+        SELECT t AS tree FROM treeshap.model_store s,
+               jsonb_array_elements(convert_from(s.model, 'UTF8')::jsonb
+                 #> '{learner,gradient_booster,model,trees}') t WHERE s.name = 'long' LIMIT 1),
+    walk(node, feats) AS (
+        SELECT 0, ARRAY[]::int[] FROM tree
+        UNION ALL
+        SELECT c.child, w.feats || ((tree.tree -> 'split_indices' ->> w.node)::int)
+          FROM walk w, tree,
+               LATERAL (VALUES ((tree.tree -> 'left_children' ->> w.node)::int),
+                               ((tree.tree -> 'right_children' ->> w.node)::int)) c(child)
+         WHERE (tree.tree -> 'left_children' ->> w.node)::int <> -1)
+    SELECT 1 FROM walk WHERE cardinality(ARRAY(SELECT DISTINCT unnest(feats))) > 31),
+   'the long fixture has paths of more than 31 distinct features (wider than a warp)');
 SELECT is((SELECT base_score FROM treeshap.models WHERE name = 'binary'), ARRAY[0::float8],
           'binary base_score 0.5 is stored as margin 0');
 SELECT cmp_ok((SELECT abs(base_score[1] - ln(0.5)) FROM treeshap.models WHERE name = 'poisson'),

@@ -3,9 +3,12 @@
  *   ts_cli contribs MODEL CSV   print pred_contribs rows (outputs x (features+1))
  *   ts_cli margin MODEL CSV     print margins
  *   ts_cli load MODEL...        read each model, print "ok" or the error
+ *   ts_cli pack MODEL           pack with NF, FFD and BFD; check every packing is
+ *                               valid (each short path once, no bin over 32 lanes)
  * CSV rows hold feature values only; an empty field or "nan" is missing.
  */
 #include "../../src/ts_model.h"
+#include "../../src/ts_pack.h"
 #include "../../src/ts_paths.h"
 #include "../../src/ts_shap_cpu.h"
 
@@ -96,9 +99,70 @@ run_rows(const TsModel *m, const char *csv, bool contribs)
 	return 0;
 }
 
+/* Check one packing's invariants; print its figures. Returns 0 when valid. */
+static int
+check_packing(const TsPathTable *pt, TsPackAlgo algo)
+{
+	TsPacking  *pk = ts_pack_paths(pt, algo);
+	char	   *seen = calloc((size_t) pt->num_paths + 1, 1);
+	int64_t		placed = 0;
+	int			bad = 0;
+
+	for (int64_t b = 0; b < pk->num_bins; b++)
+	{
+		int64_t		lanes = 0;
+
+		for (int64_t i = pk->bin_start[b]; i < pk->bin_start[b + 1]; i++)
+		{
+			int64_t		p = pk->paths[i];
+
+			lanes += pt->path_start[p + 1] - pt->path_start[p];
+			bad |= seen[p]++ != 0;
+			placed++;
+		}
+		bad |= lanes > TS_PACK_LANES || lanes == 0;
+	}
+	for (int64_t i = 0; i < pk->num_long; i++)
+	{
+		int64_t		p = pk->long_paths[i];
+
+		bad |= seen[p]++ != 0 || pt->path_start[p + 1] - pt->path_start[p] <= TS_PACK_LANES;
+		placed++;
+	}
+	bad |= placed != pt->num_paths;
+	printf("%s bins=%lld utilisation=%.4f long=%lld %s\n", ts_pack_algo_name(algo),
+		   (long long) pk->num_bins, ts_pack_utilisation(pk), (long long) pk->num_long,
+		   bad ? "INVALID" : "valid");
+	free(seen);
+	ts_pack_free(pk);
+	return bad;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "pack") == 0)
+	{
+		size_t		len;
+		char	   *buf = read_file(argv[2], &len);
+		TsError		err = {0};
+		TsModel    *m = buf ? ts_model_read(buf, len, &err) : NULL;
+		TsPathTable *pt;
+		int			bad;
+
+		if (m == NULL)
+		{
+			fprintf(stderr, "error %s: %s\n", argv[2], err.message);
+			return 1;
+		}
+		pt = ts_paths_build(m);
+		bad = check_packing(pt, TS_PACK_NEXT_FIT) + check_packing(pt, TS_PACK_FIRST_FIT_DECREASING) +
+			check_packing(pt, TS_PACK_BEST_FIT_DECREASING);
+		ts_paths_free(pt);
+		ts_model_free(m);
+		free(buf);
+		return bad ? 1 : 0;
+	}
 	if (argc >= 3 && strcmp(argv[1], "load") == 0)
 	{
 		int			bad = 0;

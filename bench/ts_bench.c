@@ -1,0 +1,196 @@
+/*
+ * ts_bench.c - kernel-level benchmark of the compute core on a GPU machine,
+ * without PostgreSQL:
+ *   ts_bench MODEL.json ROWS.f32 NROWS [REPS] [CHECK_ROWS]
+ * ROWS.f32 holds NROWS x num_features float32 values, row-major, NaN missing.
+ * Prints one JSON object: model shape; for NF/FFD/BFD the packing time,
+ * utilisation and bins; kernel-only rows/s (data already on the GPU) in
+ * double and single precision; the worst deviation from the CPU double path
+ * over CHECK_ROWS rows, relative to max(1, |margin|); and whether two runs
+ * gave bitwise-identical output.
+ */
+#include "../src/ts_gpu.h"
+#include "../src/ts_model.h"
+#include "../src/ts_shap_cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Whole file into memory, or NULL. */
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	   *buf;
+	long		n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t) n + 1);
+	if (buf != NULL && fread(buf, 1, (size_t) n, f) != (size_t) n)
+		n = 0;
+	fclose(f);
+	*len = (size_t) n;
+	return buf;
+}
+
+static double
+now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Print packing time, utilisation and bins of one algorithm. */
+static void
+report_packing(const TsPathTable *pt, TsPackAlgo algo)
+{
+	double		t0 = now_seconds();
+	TsPacking  *pk = ts_pack_paths(pt, algo);
+	double		ms = (now_seconds() - t0) * 1e3;
+
+	printf("\"pack_%s\": {\"ms\": %.3f, \"utilisation\": %.6f, \"bins\": %lld}, ",
+		   ts_pack_algo_name(algo), ms, ts_pack_utilisation(pk), (long long) pk->num_bins);
+	ts_pack_free(pk);
+}
+
+/* Worst |gpu - cpu| / max(1, |margin|) over the first check_rows rows. */
+static double
+max_deviation(const TsPathTable *pt, const float *x, int32_t check_rows, const double *gpu)
+{
+	size_t		width = (size_t) pt->num_features + 1;
+	double	   *cpu = malloc(sizeof(double) * width * pt->num_outputs);
+	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+	double		worst = 0.0;
+
+	for (int32_t r = 0; r < check_rows; r++)
+	{
+		const double *g = gpu + (size_t) r * width * pt->num_outputs;
+
+		ts_shap_row(pt, x + (size_t) r * pt->num_features, cpu, scratch);
+		for (int32_t k = 0; k < pt->num_outputs; k++)
+		{
+			double		margin = 0.0;
+
+			for (size_t j = 0; j < width; j++)
+				margin += cpu[k * width + j];
+			for (size_t j = 0; j < width; j++)
+			{
+				double		dev = fabs(g[k * width + j] - cpu[k * width + j]) / fmax(1.0, fabs(margin));
+
+				if (!(dev <= worst))
+					worst = dev;
+			}
+		}
+	}
+	free(cpu);
+	free(scratch);
+	return worst;
+}
+
+/* Time one precision, check it against the CPU and against a second run. */
+static int
+report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, int32_t check_rows,
+			  TsGpuPrecision precision, const char *name)
+{
+	const TsPathTable *pt = plan->paths;
+	size_t		count = (size_t) nrows * pt->num_outputs * (pt->num_features + 1);
+	double	   *first = malloc(sizeof(double) * count);
+	double	   *second = malloc(sizeof(double) * count);
+	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+	double		seconds = 0.0,
+				again = 0.0;
+	char		msg[256] = "";
+	bool		identical;
+
+	if (ts_gpu_time_kernel(plan->table, x, nrows, precision, reps, &seconds, first, msg, sizeof(msg)) != TS_GPU_OK ||
+		ts_gpu_time_kernel(plan->table, x, nrows, precision, 0, &again, second, msg, sizeof(msg)) != TS_GPU_OK)
+	{
+		fprintf(stderr, "ts_bench: %s\n", msg);
+		return 1;
+	}
+	identical = memcmp(first, second, sizeof(double) * count) == 0;
+	ts_gpu_plan_add_long_paths(plan, x, check_rows, first, scratch);
+	printf("\"kernel_%s_rows_per_s\": %.1f, \"kernel_%s_seconds\": %.6f, "
+		   "\"max_dev_%s\": %.3e, \"deterministic_%s\": %s, ",
+		   name, nrows / seconds, name, seconds, name, max_deviation(pt, x, check_rows, first),
+		   name, identical ? "true" : "false");
+	free(first);
+	free(second);
+	free(scratch);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t		len,
+				xlen;
+	char	   *buf;
+	float	   *x;
+	TsError		err = {0};
+	TsModel    *m;
+	TsPathTable *pt;
+	TsGpuPlan  *plan;
+	int32_t		nrows,
+				check_rows;
+	int			reps;
+	char		msg[256] = "";
+	double		t0;
+
+	if (argc < 4)
+	{
+		fprintf(stderr, "usage: ts_bench MODEL.json ROWS.f32 NROWS [REPS] [CHECK_ROWS]\n");
+		return 2;
+	}
+	nrows = atoi(argv[3]);
+	reps = argc > 4 ? atoi(argv[4]) : 3;
+	check_rows = argc > 5 ? atoi(argv[5]) : 200;
+	buf = slurp(argv[1], &len);
+	m = buf ? ts_model_read(buf, len, &err) : NULL;
+	if (m == NULL)
+	{
+		fprintf(stderr, "ts_bench: %s: %s\n", argv[1], buf ? err.message : "cannot read");
+		return 1;
+	}
+	free(buf);
+	x = (float *) slurp(argv[2], &xlen);
+	if (x == NULL || xlen < (size_t) nrows * m->num_features * sizeof(float))
+	{
+		fprintf(stderr, "ts_bench: %s holds fewer than %d rows\n", argv[2], nrows);
+		return 1;
+	}
+	if (check_rows > nrows)
+		check_rows = nrows;
+
+	t0 = now_seconds();
+	pt = ts_paths_build(m);
+	printf("{\"model\": \"%s\", \"trees\": %d, \"leaves\": %lld, \"features\": %d, \"outputs\": %d, "
+		   "\"paths\": %lld, \"max_path_len\": %d, \"path_table_ms\": %.1f, ",
+		   argv[1], m->num_trees, (long long) m->num_leaves, m->num_features, m->num_outputs,
+		   (long long) pt->num_paths, pt->max_path_len, (now_seconds() - t0) * 1e3);
+	report_packing(pt, TS_PACK_NEXT_FIT);
+	report_packing(pt, TS_PACK_FIRST_FIT_DECREASING);
+	report_packing(pt, TS_PACK_BEST_FIT_DECREASING);
+	if (ts_gpu_plan_build(pt, TS_PACK_BEST_FIT_DECREASING, &plan, msg, sizeof(msg)) != TS_GPU_OK)
+	{
+		fprintf(stderr, "ts_bench: %s\n", msg);
+		return 1;
+	}
+	printf("\"long_paths\": %lld, \"rows\": %d, \"check_rows\": %d, ",
+		   (long long) plan->packing->num_long, nrows, check_rows);
+	if (report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_FLOAT64, "double") != 0 ||
+		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_FLOAT32, "single") != 0)
+		return 1;
+	printf("\"ok\": true}\n");
+	ts_gpu_plan_release_device(plan);
+	return 0;
+}
