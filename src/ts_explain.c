@@ -10,6 +10,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -197,6 +198,34 @@ fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks,
 	return (int32) n;
 }
 
+/* Where a GPU run's backend time goes, reported at DEBUG1. */
+typedef struct TsPhaseClock
+{
+	instr_time	fetch;			/* SPI fetch and conversion to float32 */
+	instr_time	wait;			/* waiting for the GPU (and the CPU's long paths) */
+	instr_time	emit;			/* building result tuples */
+	instr_time	mark;
+} TsPhaseClock;
+
+/* Charge the time since the last mark to one phase. */
+static void
+phase_charge(TsPhaseClock *c, instr_time *phase)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_ACCUM_DIFF(*phase, now, c->mark);
+	c->mark = now;
+}
+
+/* Emit one finished batch. */
+static void
+emit_batch(TsEmitter *em, const TsKeySlot *ks, int32 n, const double *phi, size_t row_width)
+{
+	for (int32 i = 0; i < n; i++)
+		emit_contribs(em, ks->keys[i], ks->key_null[i], phi + i * row_width);
+}
+
 /*
  * The GPU pipeline: while the GPU computes batch k, the backend emits the
  * results of batch k-1 and fetches and converts batch k+1 into the other slot.
@@ -206,14 +235,17 @@ run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *q
 {
 	TsBatchReader reader;
 	TsKeySlot	ks[2];
+	TsPhaseClock clock = {0};
 	int16		key_len;
 	bool		key_byval;
 	size_t		row_width = (size_t) cached->model->num_outputs * (cached->model->num_features + 1);
-	int			running;
+	int			running = 0;
 	int32		running_n;
 	int			pending = -1;
 	int32		pending_n = 0;
 	double	   *pending_phi = NULL;
+	int64		rows = 0,
+				batches = 0;
 
 	get_typlenbyval(key_type, &key_len, &key_byval);
 	for (int s = 0; s < 2; s++)
@@ -223,9 +255,10 @@ run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *q
 		ks[s].context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
 											  ALLOCSET_DEFAULT_SIZES);
 	}
+	INSTR_TIME_SET_CURRENT(clock.mark);
 	ts_batch_open(&reader, query, cached->model, key_type);
-	running = 0;
 	running_n = fetch_into_slot(&reader, run, running, &ks[running], key_len, key_byval);
+	phase_charge(&clock, &clock.fetch);
 	if (running_n > 0)
 		ts_gpu_run_submit(run, running, running_n);
 	while (running_n > 0)
@@ -234,22 +267,29 @@ run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *q
 		int32		next_n;
 
 		if (pending >= 0)
-			for (int32 i = 0; i < pending_n; i++)
-				emit_contribs(em, ks[pending].keys[i], ks[pending].key_null[i],
-							  pending_phi + i * row_width);
+			emit_batch(em, &ks[pending], pending_n, pending_phi, row_width);
+		phase_charge(&clock, &clock.emit);
 		CHECK_FOR_INTERRUPTS();
 		next_n = fetch_into_slot(&reader, run, other, &ks[other], key_len, key_byval);
+		phase_charge(&clock, &clock.fetch);
 		pending_phi = ts_gpu_run_wait(run, running, running_n);
+		phase_charge(&clock, &clock.wait);
 		pending = running;
 		pending_n = running_n;
+		rows += running_n;
+		batches++;
 		if (next_n > 0)
 			ts_gpu_run_submit(run, other, next_n);
 		running = other;
 		running_n = next_n;
 	}
-	for (int32 i = 0; pending >= 0 && i < pending_n; i++)
-		emit_contribs(em, ks[pending].keys[i], ks[pending].key_null[i], pending_phi + i * row_width);
+	if (pending >= 0)
+		emit_batch(em, &ks[pending], pending_n, pending_phi, row_width);
+	phase_charge(&clock, &clock.emit);
 	ts_batch_close(&reader);
+	elog(DEBUG1, "treeshap gpu run: %lld rows in %lld batches; fetch+convert %.1f ms, waiting for gpu %.1f ms, emit %.1f ms",
+		 (long long) rows, (long long) batches, INSTR_TIME_GET_MILLISEC(clock.fetch),
+		 INSTR_TIME_GET_MILLISEC(clock.wait), INSTR_TIME_GET_MILLISEC(clock.emit));
 }
 
 /* Common body of the set-returning functions. */

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Render bench/RESULTS.md from the records of bench/run.sh (results.jsonl).
+
+    python3 bench/report.py RESULTS.jsonl MACHINE_LINE > RESULTS.md
+"""
+import json
+import sys
+
+# GPUTreeShap's kernel and XGBoost's CPU TreeSHAP (16 cores), H200, same shapes (issue 3)
+REFERENCE = {
+    "cal_housing-med": (0.73e6, 5.4e3),
+    "adult-med": (0.79e6, 5.4e3),
+    "fashion_mnist-med": (45.5e3, 497),
+    "adult-large": (14.8e3, 120),
+    "cal_housing-large": (2.66e3, 24),
+}
+
+
+def rate(v):
+    if v is None:
+        return "-"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f}M"
+    if v >= 1e4:
+        return f"{v / 1e3:.1f}k"
+    return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def main():
+    recs = {}
+    order = []
+    for line in open(sys.argv[1]):
+        r = json.loads(line)
+        name = r["name"]
+        if name not in recs:
+            recs[name] = {}
+            order.append(name)
+        recs[name].update({f"{r['kind']}.{k}": v for k, v in r.items()})
+    out = ["# Benchmark results", "", sys.argv[2], "",
+           "Produced by `bench/run.sh` (see its header). Models: XGBoost " +
+           next(iter(recs.values())).get("xgboost.xgboost_version", "?") +
+           " (Debian's libxgboost), eta 0.01, tree_method=hist, other parameters default; "
+           "10,000 rows explained per model. covtype_synthetic is a synthetic stand-in "
+           "with covtype's shape (54 features, 8 classes), not the real data set.", "",
+           "## Throughput (rows/s)", "",
+           "(b) kernel only, data already on the GPU (zeroing + SHAP kernel + finalise), "
+           "double-precision DP (the default) and single; "
+           "(c) end to end from a heap table, `treeshap.device = gpu`, warm model cache; "
+           "(d) CPU path, `explain_shap_wide` with `treeshap.device = cpu` (one backend); "
+           "(e) XGBoost CPU `pred_contribs` on all cores of this machine. "
+           "GPUTreeShap: its kernel on an H200, from the issue.", "",
+           "| model | trees | leaves | (b) kernel double | (b) kernel single | (c) wide | (c) long | (d) CPU | (e) XGBoost | (c)/(b) | (b)/(e) | (c)/(e) | GPUTreeShap | (b)/GPUTreeShap |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in order:
+        r = recs[n]
+        b = r.get("kernel.kernel_double_rows_per_s")
+        c = r.get("sql.wide_rows_per_s")
+        e = r.get("xgboost.xgboost_rows_per_s")
+        ref = REFERENCE.get(n, (None, None))[0]
+        out.append(f"| {n} | {r.get('kernel.trees', '-')} | {r.get('kernel.leaves', '-')} | {rate(b)} | "
+                   f"{rate(r.get('kernel.kernel_single_rows_per_s'))} | {rate(c)} | "
+                   f"{rate(r.get('sql.long_rows_per_s'))} | {rate(r.get('sql.cpu_rows_per_s'))} | "
+                   f"{rate(e)} | {ratio(c, b)} | {ratio(b, e)} | {ratio(c, e)} | {rate(ref)} | {ratio(b, ref)} |")
+    out += ["", "## Bin packing (the paper's Table 5 columns)", "",
+            "| model | paths | NF ms | NF util | NF bins | FFD ms | FFD util | FFD bins | BFD ms | BFD util | BFD bins |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in order:
+        r = recs[n]
+        cells = []
+        for a in ("nf", "ffd", "bfd"):
+            p = r.get(f"kernel.pack_{a}") or {}
+            cells += [f"{p.get('ms', 0):.2f}", f"{p.get('utilisation', 0):.4f}", str(p.get("bins", "-"))]
+        out.append(f"| {n} | {r.get('kernel.paths', '-')} | " + " | ".join(cells) + " |")
+    out += ["", "## Accuracy, determinism and where the end-to-end time goes", "",
+            "Deviation: worst |GPU - CPU double path| / max(1, |margin|) over the checked rows. "
+            "Deterministic: two kernel runs bitwise identical. Phases: the backend's own "
+            "accounting of the warm `explain_shap_wide` run (DEBUG1).", "",
+            "| model | checked rows | dev double | dev single | deterministic | first call s | rows (d) | rows (e) | phases |",
+            "|---|---:|---:|---:|---|---:|---:|---:|---|"]
+    for n in order:
+        r = recs[n]
+        det = r.get("kernel.deterministic_double") and r.get("kernel.deterministic_single")
+        out.append(f"| {n} | {r.get('kernel.check_rows', '-')} | {r.get('kernel.max_dev_double', '-')} | "
+                   f"{r.get('kernel.max_dev_single', '-')} | {'yes' if det else 'NO'} | "
+                   f"{r.get('sql.cold_wide_s', 0):.2f} | {r.get('sql.cpu_rows', '-')} | "
+                   f"{r.get('xgboost.xgboost_rows', '-')} | {r.get('sql.gpu_phases') or '-'} |")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

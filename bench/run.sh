@@ -1,0 +1,34 @@
+#!/bin/bash
+# The benchmark, on a GPU machine with PostgreSQL running (on the lent GPU
+# machines: source .device/pg-up.sh) and .bench/ filled by
+# bench/fetch_inputs.sh. Builds and installs the extension and bench/ts_bench,
+# trains the model grid (bench/grid.py), then per model measures packing and
+# the kernel (ts_bench) and end-to-end SQL (bench/sql_bench.py), and writes
+# $TS_BENCH_WORK/RESULTS.md (copy it to bench/RESULTS.md).
+#     bench/run.sh [MODEL ...]        default: the whole grid of bench/grid.py
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK=${TS_BENCH_WORK:-/tmp/ts_bench}
+PG_CONFIG=${PG_CONFIG:-pg_config}
+mkdir -p "$WORK" && chmod 755 "$WORK"
+: > "$WORK/results.jsonl"
+
+make -s -j"$(nproc)" PG_CONFIG="$PG_CONFIG" WITH_CUDA=yes >/dev/null
+make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+make -s -C bench >/dev/null
+models=("$@")
+[ ${#models[@]} -gt 0 ] || mapfile -t models < <(python3 -c "import sys; sys.path.insert(0, 'bench'); import grid; print('\n'.join(grid.GRID))")
+
+echo "== training and XGBoost pred_contribs"
+python3 bench/grid.py .bench/data .bench/lib "$WORK" "${models[@]}"
+chmod -R a+rX "$WORK"
+for name in "${models[@]}"; do
+  echo "== $name"
+  case $name in *-large) reps=1 check=10 ;; *) reps=3 check=200 ;; esac
+  bench/build/ts_bench "$WORK/$name.json" "$WORK/$name.rows.f32" 10000 $reps $check \
+    | sed "s/^{/{\"kind\": \"kernel\", \"name\": \"$name\", /" | tee -a "$WORK/results.jsonl"
+  python3 bench/sql_bench.py "$WORK" "$name" | tee -a "$WORK/results.jsonl"
+done
+machine="Machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1); $(nproc) CPU cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); $(date -u +%Y-%m-%d)."
+python3 bench/report.py "$WORK/results.jsonl" "$machine" > "$WORK/RESULTS.md"
+cat "$WORK/RESULTS.md"

@@ -1,0 +1,39 @@
+#!/bin/bash
+# GPU check, for a GPU machine with PostgreSQL 15 running (on the lent GPU
+# machines: source .device/pg-up.sh first, see ../shared/device/README.md).
+# Builds with nvcc, installs, runs the whole pg_regress + pgTAP suite with
+# treeshap.device = gpu forced for every session, then compares GPU and CPU
+# output on every fixture (worst deviation, bitwise determinism).
+set -u
+cd "$(dirname "$0")/.."
+PG_CONFIG=${PG_CONFIG:-pg_config}
+status=0
+
+echo "== build with nvcc and install"
+make -s clean
+make -s -j"$(nproc)" PG_CONFIG="$PG_CONFIG" WITH_CUDA=yes || exit 1
+make -s PG_CONFIG="$PG_CONFIG" install >/dev/null || exit 1
+psql -X -q -c "DROP EXTENSION IF EXISTS pg_treeshap CASCADE" -c "DROP EXTENSION IF EXISTS pgtap"
+psql -X -At -c "CREATE EXTENSION pg_treeshap" \
+     -c "SELECT format('gpu: %s, %s MiB, compute %s, %s SMs', name, total_memory / 1048576, compute_capability, multiprocessors) FROM treeshap.gpu_info()" \
+     -c "DROP EXTENSION pg_treeshap"
+
+echo "== force treeshap.device = gpu for every session"
+psql -X -q -c "ALTER SYSTEM SET treeshap.device = 'gpu'" -c "ALTER SYSTEM SET jit = off" \
+     -c "SELECT pg_reload_conf()" >/dev/null
+trap 'psql -X -q -c "ALTER SYSTEM RESET treeshap.device" -c "SELECT pg_reload_conf()" >/dev/null' EXIT
+
+echo "== pg_regress"
+make -s PG_CONFIG="$PG_CONFIG" installcheck || { cat regression.diffs 2>/dev/null | head -80; status=1; }
+
+echo "== pgTAP"
+psql -X -q -c "CREATE EXTENSION IF NOT EXISTS pgtap" -c "CREATE EXTENSION IF NOT EXISTS pg_treeshap"
+pg_prove test/t*.sql || status=1
+
+echo "== GPU against CPU on every fixture"
+out=$(psql -X -v ON_ERROR_STOP=1 -f test/gpu_compare.sql) || { echo "$out"; status=1; }
+echo "$out" | grep -v '^$'
+echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
+
+echo "gpu-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status

@@ -1,0 +1,58 @@
+-- GPU against CPU on every fixture (run by test/gpu-check.sh on a GPU
+-- machine): worst deviation relative to max(1, |margin|) in both kernel
+-- precisions, and whether two GPU runs are bitwise identical.
+\set QUIET on
+\ir setup.sql
+\set QUIET off
+\pset footer off
+
+CREATE FUNCTION pg_temp.explain_all() RETURNS TABLE (fixture text, id bigint, output int,
+                                                    base_value float8, shap_values float8[])
+LANGUAGE sql AS $$
+    SELECT f.fixture, w.row_key, w.output, w.base_value, w.shap_values
+      FROM fx_list f, treeshap.explain_shap_wide(f.fixture, pg_temp.fx_query(f.fixture)) w
+$$;
+
+SET treeshap.device = cpu;
+CREATE TEMP TABLE on_cpu AS SELECT * FROM pg_temp.explain_all();
+SET treeshap.device = gpu;
+CREATE TEMP TABLE on_gpu AS SELECT * FROM pg_temp.explain_all();
+CREATE TEMP TABLE on_gpu_again AS SELECT * FROM pg_temp.explain_all();
+SET treeshap.gpu_precision = single;
+CREATE TEMP TABLE on_gpu_single AS SELECT * FROM pg_temp.explain_all();
+RESET treeshap.gpu_precision;
+
+CREATE FUNCTION pg_temp.deviation(g float8[], gb float8, c float8[], cb float8) RETURNS float8
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT greatest(abs(gb - cb), (SELECT max(abs(x - y)) FROM unnest(g, c) AS u(x, y)))
+           / greatest(1, abs(cb + (SELECT sum(x) FROM unnest(c) AS x)))
+$$;
+
+CREATE TEMP TABLE per_fixture AS
+SELECT c.fixture,
+       count(*) AS rows,
+       count(*) FILTER (WHERE g.fixture IS NULL) AS missing,
+       max(pg_temp.deviation(g.shap_values, g.base_value, c.shap_values, c.base_value)) AS dev_double,
+       max(pg_temp.deviation(s.shap_values, s.base_value, c.shap_values, c.base_value)) AS dev_single,
+       bool_and(array_send(g.shap_values) = array_send(a.shap_values)
+                AND float8send(g.base_value) = float8send(a.base_value)) AS bitwise_identical
+  FROM on_cpu c
+  LEFT JOIN on_gpu g USING (fixture, id, output)
+  LEFT JOIN on_gpu_again a USING (fixture, id, output)
+  LEFT JOIN on_gpu_single s USING (fixture, id, output)
+ GROUP BY c.fixture ORDER BY c.fixture;
+
+SELECT fixture, rows, missing, to_char(dev_double, '9.99EEEE') AS dev_double,
+       to_char(dev_single, '9.99EEEE') AS dev_single, bitwise_identical
+  FROM per_fixture;
+
+SELECT format('gpu-compare: %s fixtures, %s rows; worst deviation %s (double kernel, %s), %s (single kernel, %s); two runs bitwise identical: %s; %s',
+              count(*), sum(rows),
+              to_char(max(dev_double), '9.99EEEE'),
+              (SELECT fixture FROM per_fixture ORDER BY dev_double DESC LIMIT 1),
+              to_char(max(dev_single), '9.99EEEE'),
+              (SELECT fixture FROM per_fixture ORDER BY dev_single DESC LIMIT 1),
+              CASE WHEN bool_and(bitwise_identical) THEN 'yes' ELSE 'NO' END,
+              CASE WHEN sum(missing) = 0 AND max(dev_double) <= 1e-5 AND bool_and(bitwise_identical)
+                   THEN 'PASS' ELSE 'FAIL' END) AS summary
+  FROM per_fixture;
