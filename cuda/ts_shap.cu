@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "ts_cuda_status.h"
@@ -52,16 +53,16 @@ namespace
 
 constexpr int kBlockThreads = 256;
 constexpr int kWarps = kBlockThreads / 32;
-constexpr int kRowsTogether = 4;	/* rows a warp carries through the DP at once (ILP) */
 constexpr int kMaxRowsPerBlock = 32;
-constexpr size_t kSharedBudget = 48 * 1024;
+constexpr size_t kSharedBudget = 32 * 1024;	/* for the row tile; w buffers are static */
 constexpr unsigned kFullMask = 0xffffffffu;
 
 /* How one batch is cut into blocks: a tile of rows times a slice of bins. */
 struct LaunchPlan
 {
+	int			rows_together;	/* rows a warp carries through the DP at once (ILP) */
+	int			min_blocks;		/* launch bound: resident blocks per SM the registers allow */
 	int			rows_per_block;
-	bool		shared_acc;		/* accumulate the tile's phi in shared memory */
 	bool		stage_x;		/* copy the tile's rows to shared memory */
 	size_t		shared_bytes;
 	int64_t		row_tiles;
@@ -69,29 +70,24 @@ struct LaunchPlan
 	int64_t		blocks;
 };
 
-/* Largest row tile whose shared buffers fit the budget, and a grid that fills the GPU. */
+/* Largest row tile whose rows fit the shared budget, and a grid that fills the GPU. */
 LaunchPlan
 plan_launch(const TsGpuTable *t, int32_t nrows)
 {
 	LaunchPlan	p;
 	size_t		x_row = (size_t) t->num_features * sizeof(float);
-	size_t		acc_row = (size_t) t->num_features * t->num_outputs * sizeof(unsigned long long);
 	int64_t		slices;
 	int64_t		target = (int64_t) t->multiprocessors * 16;
+	const char *ilp = getenv("TS_GPU_ILP");	/* benchmark switches, not settings */
+	const char *occ = getenv("TS_GPU_OCC");
 
+	p.rows_together = ilp != nullptr && atoi(ilp) == 8 ? 8 : 4;
+	p.min_blocks = occ != nullptr ? atoi(occ) : 1;
 	p.rows_per_block = kMaxRowsPerBlock;
-	while (p.rows_per_block > kRowsTogether && p.rows_per_block * (x_row + acc_row) > kSharedBudget)
+	while (p.rows_per_block > 1 && p.rows_per_block * x_row > kSharedBudget)
 		p.rows_per_block /= 2;
-	p.shared_acc = p.rows_per_block * (x_row + acc_row) <= kSharedBudget;
-	if (!p.shared_acc)
-	{
-		p.rows_per_block = kMaxRowsPerBlock;
-		while (p.rows_per_block > 1 && p.rows_per_block * x_row > kSharedBudget)
-			p.rows_per_block /= 2;
-	}
 	p.stage_x = p.rows_per_block * x_row <= kSharedBudget;
-	p.shared_bytes = (p.shared_acc ? p.rows_per_block * acc_row : 0) +
-		(p.stage_x ? p.rows_per_block * x_row : 0);
+	p.shared_bytes = p.stage_x ? p.rows_per_block * x_row : 0;
 	p.row_tiles = (nrows + p.rows_per_block - 1) / p.rows_per_block;
 	slices = (target + p.row_tiles - 1) / p.row_tiles;
 	if (slices > t->num_bins / kWarps)
@@ -123,14 +119,16 @@ satisfies(const TsGpuLane &e, const float *row)
 /*
  * Explain up to kRowsTogether rows with one bin: per path, EXTEND leaves lane
  * r of the path holding permutation weight w[r]; UNWOUNDSUM then gives each
- * lane its element's share. Loops run to the longest path in the warp, so
- * every shuffle has all 32 lanes.
+ * lane its element's share, reading the path's weights from the warp's
+ * shared buffer (one load where a double shuffle takes two). Loops run to
+ * the longest path in the warp, so every shuffle has all 32 lanes.
+ * Contributions go to global memory as int64 reductions (RED, no return).
  */
-template <typename Real>
+template <typename Real, int kRowsTogether>
 __device__ __forceinline__ void
 explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int first_row,
-			 int nrows, int32_t num_features, size_t row_stride, const Real *rcp, double scale,
-			 unsigned long long *acc)
+			 int nrows, int32_t num_features, size_t row_stride, const Real *rcp,
+			 Real (*w_shared)[TS_GPU_LANES], double scale, unsigned long long *acc)
 {
 	const int	first = e.first;
 	const int	d = e.len - 1;
@@ -185,9 +183,14 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 	}
 
 	/* UNWOUNDSUM of the lane's own element */
+	__syncwarp();				/* the previous rows' readers are done */
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
-		next[k] = __shfl_sync(kFullMask, w[k], first + d);
+		w_shared[k][lane] = w[k];
+	__syncwarp();
+#pragma unroll
+	for (int k = 0; k < kRowsTogether; k++)
+		next[k] = w_shared[k][first + d];
 	for (int i = maxlen - 2; i >= 0; i--)
 	{
 		int			src = first + min(i, d);
@@ -197,20 +200,13 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 #pragma unroll
 		for (int k = 0; k < kRowsTogether; k++)
 		{
-			Real		wi = __shfl_sync(kFullMask, w[k], src);
+			Real		wi = w_shared[k][src];
+			Real		tmp = next[k] * d1 * rcp_i1;
+			bool		one = o[k] != Real(0);
 
-			if (i < d)
-			{
-				if (o[k] != Real(0))
-				{
-					Real		tmp = next[k] * d1 * rcp_i1;
-
-					total[k] += tmp;
-					next[k] = wi - tmp * z * Real(d - i) * rcp_d1;
-				}
-				else
-					total[k] += wi * d1 * inv_z * rcp_di;
-			}
+			/* branch-free: lanes of a warp differ in o and in path length */
+			total[k] += i >= d ? Real(0) : one ? tmp : wi * d1 * inv_z * rcp_di;
+			next[k] = one ? wi - tmp * z * Real(d - i) * rcp_d1 : next[k];
 		}
 	}
 
@@ -235,8 +231,8 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
  * One block: a tile of rows times a slice of bins; each warp takes every
  * kWarps-th bin of the slice and explains the whole tile with it.
  */
-template <typename Real, bool kSharedAcc, bool kStageX>
-__global__ void __launch_bounds__(kBlockThreads)
+template <typename Real, bool kStageX, int kRowsTogether, int kMinBlocks>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
 shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins, const float *__restrict__ x,
 			int32_t nrows, int32_t num_features, int32_t num_outputs, int rows_per_block,
 			int64_t row_tiles, int64_t bins_per_block, double scale,
@@ -244,20 +240,18 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins, const float *
 {
 	extern __shared__ __align__(8) unsigned char shared[];
 	__shared__ Real rcp[TS_GPU_LANES + 2];
+	__shared__ Real w_shared[kWarps][kRowsTogether][TS_GPU_LANES];
 	const int64_t row0 = (blockIdx.x % row_tiles) * rows_per_block;
 	const int64_t bin_lo = (blockIdx.x / row_tiles) * bins_per_block;
 	const int64_t bin_hi = min(num_bins, bin_lo + bins_per_block);
 	const int	nr = (int) min((int64_t) rows_per_block, (int64_t) nrows - row0);
 	const size_t row_stride = (size_t) num_outputs * num_features;
-	unsigned long long *acc_shared = (unsigned long long *) shared;
-	float	   *x_shared = (float *) (shared + (kSharedAcc ? rows_per_block * row_stride * 8 : 0));
+	float	   *x_shared = (float *) shared;
 	const int	lane = threadIdx.x & 31;
+	const int	warp = threadIdx.x / 32;
 
 	for (int i = threadIdx.x; i < TS_GPU_LANES + 2; i += blockDim.x)
 		rcp[i] = i == 0 ? Real(0) : Real(1) / Real(i);
-	if (kSharedAcc)
-		for (size_t i = threadIdx.x; i < (size_t) nr * row_stride; i += blockDim.x)
-			acc_shared[i] = 0;
 	if (kStageX)
 		for (size_t i = threadIdx.x; i < (size_t) nr * num_features; i += blockDim.x)
 			x_shared[i] = x[row0 * num_features + i];
@@ -265,25 +259,17 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins, const float *
 
 	{
 		const float *rows = kStageX ? x_shared : x + row0 * num_features;
-		unsigned long long *out = kSharedAcc ? acc_shared : acc + row0 * row_stride;
+		unsigned long long *out = acc + row0 * row_stride;
 
-		for (int64_t bin = bin_lo + threadIdx.x / 32; bin < bin_hi; bin += kWarps)
+		for (int64_t bin = bin_lo + warp; bin < bin_hi; bin += kWarps)
 		{
 			const TsGpuLane e = lanes[bin * TS_GPU_LANES + lane];
 			const int	maxlen = __reduce_max_sync(kFullMask, e.len);
 
 			for (int r = 0; r < nr; r += kRowsTogether)
-				explain_rows<Real>(e, lane, maxlen, rows, r, nr, num_features, row_stride, rcp,
-								   scale, out);
+				explain_rows<Real, kRowsTogether>(e, lane, maxlen, rows, r, nr, num_features,
+												  row_stride, rcp, w_shared[warp], scale, out);
 		}
-	}
-
-	if (kSharedAcc)
-	{
-		__syncthreads();
-		for (size_t i = threadIdx.x; i < (size_t) nr * row_stride; i += blockDim.x)
-			if (acc_shared[i] != 0)
-				atomicAdd(acc + row0 * row_stride + i, acc_shared[i]);
 	}
 }
 
@@ -307,14 +293,15 @@ finalize_kernel(const unsigned long long *__restrict__ acc, const double *__rest
 	}
 }
 
-template <typename Real, bool kSharedAcc, bool kStageX>
+template <typename Real, bool kStageX, int kRowsTogether, int kMinBlocks>
 void
 launch_shap(const TsGpuTable *t, const LaunchPlan &p, const float *x, int32_t nrows,
 			unsigned long long *acc, cudaStream_t stream)
 {
-	shap_kernel<Real, kSharedAcc, kStageX><<<(unsigned) p.blocks, kBlockThreads, p.shared_bytes, stream>>>(
-		t->lanes, t->num_bins, x, nrows, t->num_features, t->num_outputs, p.rows_per_block,
-		p.row_tiles, p.bins_per_block, t->scale, acc);
+	shap_kernel<Real, kStageX, kRowsTogether, kMinBlocks>
+		<<<(unsigned) p.blocks, kBlockThreads, p.shared_bytes, stream>>>(
+			t->lanes, t->num_bins, x, nrows, t->num_features, t->num_outputs, p.rows_per_block,
+			p.row_tiles, p.bins_per_block, t->scale, acc);
 }
 
 template <typename Real>
@@ -322,12 +309,16 @@ void
 launch_variant(const TsGpuTable *t, const LaunchPlan &p, const float *x, int32_t nrows,
 			   unsigned long long *acc, cudaStream_t stream)
 {
-	if (p.shared_acc)
-		launch_shap<Real, true, true>(t, p, x, nrows, acc, stream);
-	else if (p.stage_x)
-		launch_shap<Real, false, true>(t, p, x, nrows, acc, stream);
+	if (!p.stage_x)
+		launch_shap<Real, false, 4, 1>(t, p, x, nrows, acc, stream);
+	else if (p.rows_together == 8)
+		launch_shap<Real, true, 8, 1>(t, p, x, nrows, acc, stream);
+	else if (p.min_blocks == 4)
+		launch_shap<Real, true, 4, 4>(t, p, x, nrows, acc, stream);
+	else if (p.min_blocks == 3)
+		launch_shap<Real, true, 4, 3>(t, p, x, nrows, acc, stream);
 	else
-		launch_shap<Real, false, false>(t, p, x, nrows, acc, stream);
+		launch_shap<Real, true, 4, 1>(t, p, x, nrows, acc, stream);
 }
 
 /* Enqueue the device work of one batch: zero, SHAP kernel, finalise. */
