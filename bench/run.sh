@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 WORK=${TS_BENCH_WORK:-/tmp/ts_bench}
 PG_CONFIG=${PG_CONFIG:-pg_config}
 mkdir -p "$WORK" && chmod 755 "$WORK"
-: > "$WORK/results.jsonl"
+[ -n "${TS_BENCH_APPEND:-}" ] || : > "$WORK/results.jsonl"
 
 make -s -j"$(nproc)" PG_CONFIG="$PG_CONFIG" WITH_CUDA=yes >/dev/null
 make -s PG_CONFIG="$PG_CONFIG" install >/dev/null

@@ -19,9 +19,11 @@ psql -X -At -c "CREATE EXTENSION pg_treeshap" \
      -c "DROP EXTENSION pg_treeshap"
 
 echo "== force treeshap.device = gpu for every session"
-psql -X -q -c "ALTER SYSTEM SET treeshap.device = 'gpu'" -c "ALTER SYSTEM SET jit = off" \
-     -c "SELECT pg_reload_conf()" >/dev/null
-trap 'psql -X -q -c "ALTER SYSTEM RESET treeshap.device" -c "SELECT pg_reload_conf()" >/dev/null' EXIT
+# (LOAD first: ALTER SYSTEM only accepts the setting once the module defines it)
+psql -X -q -c "LOAD 'pg_treeshap'" -c "ALTER SYSTEM SET treeshap.device = 'gpu'" \
+     -c "ALTER SYSTEM SET jit = off" -c "SELECT pg_reload_conf()" >/dev/null || exit 1
+psql -X -At -c "SHOW treeshap.device" | grep -qx gpu || { echo "treeshap.device is not forced"; exit 1; }
+trap 'psql -X -q -c "LOAD '"'"'pg_treeshap'"'"'" -c "ALTER SYSTEM RESET treeshap.device" -c "SELECT pg_reload_conf()" >/dev/null' EXIT
 
 echo "== pg_regress"
 make -s PG_CONFIG="$PG_CONFIG" installcheck || { cat regression.diffs 2>/dev/null | head -80; status=1; }

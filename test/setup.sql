@@ -42,6 +42,12 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f dart_v3
 \ir load_fixture.sql
 
+-- equal up to the last digits, where the CPU and GPU engines may differ
+CREATE FUNCTION pg_temp.close(a float8[], b float8[]) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT cardinality(a) = cardinality(b)
+       AND (SELECT bool_and(abs(x - y) <= 1e-9 * greatest(1, abs(x))) FROM unnest(a, b) AS u(x, y))
+$$;
+
 -- SELECT id, x[1] AS "<feature 1>", ... FROM fx_data WHERE fixture = f
 CREATE FUNCTION pg_temp.fx_query(f text) RETURNS text LANGUAGE sql AS $$
     SELECT format('SELECT id, %s FROM pg_temp.fx_data WHERE fixture = %L',

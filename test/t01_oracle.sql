@@ -53,9 +53,9 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap(f.fixture, pg_temp.fx_quer
 
 SELECT is((SELECT count(*) FROM fx_data d JOIN got g ON g.fixture = d.fixture AND g.id = d.id
             WHERE d.fixture = f.fixture AND d.id <= 5
-              AND (SELECT array_agg(v) FROM unnest(treeshap.shap_values(f.fixture, d.x)) WITH ORDINALITY u(v, i)
-                    WHERE (i - 1) / (array_length(d.x, 1) + 1) = g.output)
-                  IS DISTINCT FROM g.shap_values || g.base_value),
+              AND pg_temp.close((SELECT array_agg(v) FROM unnest(treeshap.shap_values(f.fixture, d.x)) WITH ORDINALITY u(v, i)
+                                  WHERE (i - 1) / (array_length(d.x, 1) + 1) = g.output),
+                                g.shap_values || g.base_value) IS NOT TRUE),
           0::bigint, f.fixture || ': shap_values() equals the wide form')
   FROM fx_list f ORDER BY f.fixture;
 

@@ -48,9 +48,9 @@ SELECT is((SELECT shap_values FROM treeshap.explain_shap_wide('nan', 'SELECT 1, 
           'numeric, smallint, integer, bigint, real and boolean columns are accepted');
 
 -- missing values: NULL, NaN (float and numeric) and an array NULL are the same
-SELECT is((SELECT array_agg(shap_values) FROM treeshap.explain_shap_wide('nan', $$
+SELECT ok(pg_temp.close((SELECT array_agg(shap_values) FROM treeshap.explain_shap_wide('nan', $$
              SELECT 1, NULL::float8, 'NaN'::float8, 'NaN'::numeric, 1, 2, 3$$)),
-          ARRAY[(treeshap.shap_values('nan', ARRAY[NULL, NULL, NULL, 1, 2, 3]))[1:6]],
+          ARRAY[(treeshap.shap_values('nan', ARRAY[NULL, NULL, NULL, 1, 2, 3]))[1:6]]),
           'NULL and NaN are missing values');
 SELECT is((SELECT shap_values FROM treeshap.explain_shap_wide('nan', $$SELECT 1, 'Infinity'::float8, '-Infinity'::float8, 1e300::float8, 1, 2, 3$$)),
           (SELECT shap_values FROM treeshap.explain_shap_wide('nan', $$SELECT 1, 3e38::float8, -3e38::float8, 3e38::float8, 1, 2, 3$$)),
