@@ -49,7 +49,7 @@ def main():
            "## Throughput (rows/s)", "",
            "(b) kernel only, data already on the GPU (zeroing + SHAP kernel + finalise), "
            "double-precision DP (the default) and single; "
-           "(c) end to end from a heap table, `treeshap.device = gpu`, warm model cache; "
+           "(c) end to end from a heap table, `treeshap.device = gpu`, warm model cache, work_mem 1GB; "
            "(d) CPU path, `explain_shap_wide` with `treeshap.device = cpu` (one backend); "
            "(e) XGBoost CPU `pred_contribs` on all cores of this machine. "
            "GPUTreeShap: its kernel on an H200, from the issue.", "",

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end SQL timings of one benchmark model, through psql (PG* variables):
 explain_shap_wide and explain_shap on the GPU from a heap table, and
-explain_shap_wide on the CPU path; prints one JSON record.
+explain_shap_wide on the CPU path; prints one JSON record. Sessions use
+work_mem = 1GB so the materialised result stays in memory.
 
     python3 bench/sql_bench.py WORK_DIR NAME
 """
@@ -55,24 +56,26 @@ def main():
     # GPU: the first call parses, builds the path table, packs and uploads
     long_rows = min(rows, max(100, int(2e7 / (features * outputs))))
     gpu = os.environ.get("TS_BENCH_GPU_SETTING", "gpu")  # "cpu" for a dry run without a GPU
-    _, err, t = psql(f"SET treeshap.device = {gpu}", "SET client_min_messages = debug1",
+    _, err, t = psql(f"SET treeshap.device = {gpu}", "SET work_mem = '1GB'", "SET client_min_messages = debug1",
                      explain("explain_shap_wide", name, table, rows),
                      explain("explain_shap_wide", name, table, rows),
                      explain("explain_shap_wide", name, table, rows),
                      explain("explain_shap", name, table, long_rows))
     phases = [ln.split("DEBUG:", 1)[1].strip() for ln in err.splitlines() if "treeshap gpu run" in ln]
-    t = t[2:]  # after the two SETs
+    t = t[3:]  # after the SETs
     rec = {"kind": "sql", "name": name, "rows": rows, "load_model_s": load_s,
            "cold_wide_s": t[0], "wide_rows_per_s": rows / min(t[1], t[2]),
            "long_rows": long_rows, "long_rows_per_s": long_rows / t[3],
            "gpu_phases": phases[2] if len(phases) > 2 else None}
 
     # CPU path: a probe on 5 rows sizes a run of about 8 s
-    _, _, t = psql("SET treeshap.device = cpu", explain("explain_shap_wide", name, table, 1),
-                   explain("explain_shap_wide", name, table, 5))
+    _, _, t = psql("SET treeshap.device = cpu", "SET work_mem = '1GB'",
+                   explain("explain_shap_wide", name, table, 1), explain("explain_shap_wide", name, table, 5))
+    t = t[1:]
     n = int(min(rows, max(5, 5 * 8.0 / max(t[2], 1e-6))))
-    _, _, t = psql("SET treeshap.device = cpu", explain("explain_shap_wide", name, table, 1),
-                   explain("explain_shap_wide", name, table, n))
+    _, _, t = psql("SET treeshap.device = cpu", "SET work_mem = '1GB'",
+                   explain("explain_shap_wide", name, table, 1), explain("explain_shap_wide", name, table, n))
+    t = t[1:]
     rec.update({"cpu_rows": n, "cpu_rows_per_s": n / t[2]})
     print(json.dumps(rec), flush=True)
 

@@ -24,7 +24,8 @@ SELECT (SELECT array_agg(round(v::numeric, 5)) FROM unnest(treeshap.shap_values(
 SET treeshap.batch_rows = 1;
 SELECT count(*) FROM treeshap.explain_shap_wide('houses', 'SELECT * FROM houses');
 RESET treeshap.batch_rows;
-SHOW treeshap.device;
+-- the built-in default (a server may override it, as test/gpu-check.sh does)
+SELECT name, boot_val FROM pg_settings WHERE name LIKE 'treeshap.%' ORDER BY name;
 -- every GPU row (if any) names a device with memory and a compute capability
 SELECT bool_and(name <> '' AND total_memory > 0 AND compute_capability ~ '^[0-9]+\.[0-9]+$') IS NOT FALSE AS gpu_rows_valid
   FROM treeshap.gpu_info();
