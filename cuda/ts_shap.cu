@@ -131,9 +131,9 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 	const int	rank = lane - first;
 	const bool	empty = e.feature == TS_GPU_LANE_EMPTY;
 	const Real	z = (Real) e.zero_fraction;
-	const Real	inv_z = z != Real(0) ? Real(1) / z : Real(0);
 	const Real	d1 = Real(d + 1);
-	const Real	rcp_d1 = rcp[d + 1];
+	const Real	d1_over_z = z != Real(0) ? d1 / z : Real(0);
+	const Real	z_over_d1 = z * rcp[d + 1];
 	const unsigned path_mask = e.len == 32 ? kFullMask : ((1u << e.len) - 1u) << first;
 	Real		o[kRowsTogether];
 	Real		w[kRowsTogether];
@@ -158,27 +158,30 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 		total[k] = Real(0);
 	}
 
-	/* EXTEND by the path's elements 1..d in lane order */
+	/*
+	 * EXTEND by the path's elements 1..d in lane order:
+	 * w[r] <- (w[r] z (depth - r) + w[r-1] o r) / (depth + 1), with the
+	 * row-independent factors formed once per step for all rows.
+	 */
 	for (int depth = 1; depth < maxlen; depth++)
 	{
 		int			src = first + min(depth, d);
 		Real		nz = __shfl_sync(kFullMask, z, src);
-		Real		scale_depth = rcp[depth + 1];
+		Real		keep = nz * Real(depth - rank) * rcp[depth + 1];
+		Real		shift = rank == 0 || depth > d ? Real(0) : Real(rank) * rcp[depth + 1];
+		bool		active = depth <= d;
 
 #pragma unroll
 		for (int k = 0; k < kRowsTogether; k++)
 		{
-			Real		no = (Real) ((ones[k] >> src) & 1u);
 			Real		left = __shfl_up_sync(kFullMask, w[k], 1);
+			Real		grown = w[k] * keep + (((ones[k] >> src) & 1u) ? left * shift : Real(0));
 
-			if (rank == 0)
-				left = Real(0);
-			if (depth <= d)
-				w[k] = (w[k] * nz * Real(depth - rank) + left * no * Real(rank)) * scale_depth;
+			w[k] = active ? grown : w[k];
 		}
 	}
 
-	/* UNWOUNDSUM of the lane's own element */
+	/* UNWOUNDSUM of the lane's own element, the weights read from shared memory */
 	__syncwarp();				/* the previous rows' readers are done */
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
@@ -190,19 +193,22 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 	for (int i = maxlen - 2; i >= 0; i--)
 	{
 		int			src = first + min(i, d);
-		Real		rcp_i1 = rcp[i + 1];
-		Real		rcp_di = rcp[max(d - i, 0)];
+		bool		active = i < d;
+		/* satisfied: tmp = next (d+1)/(i+1); total += tmp; next = w_i - tmp z (d-i)/(d+1) */
+		Real		up = d1 * rcp[i + 1];
+		Real		down = z_over_d1 * Real(d - i);
+		/* not satisfied: total += w_i (d+1) / (z (d-i)) */
+		Real		unsat = active ? d1_over_z * rcp[max(d - i, 0)] : Real(0);
 
 #pragma unroll
 		for (int k = 0; k < kRowsTogether; k++)
 		{
 			Real		wi = w_shared[k][src];
-			Real		tmp = next[k] * d1 * rcp_i1;
+			Real		tmp = next[k] * up;
 			bool		one = o[k] != Real(0);
 
-			/* branch-free: lanes of a warp differ in o and in path length */
-			total[k] += i >= d ? Real(0) : one ? tmp : wi * d1 * inv_z * rcp_di;
-			next[k] = one ? wi - tmp * z * Real(d - i) * rcp_d1 : next[k];
+			total[k] += one ? (active ? tmp : Real(0)) : wi * unsat;
+			next[k] = one && active ? wi - tmp * down : next[k];
 		}
 	}
 
