@@ -217,15 +217,14 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
 	{
-		double		phi = (double) total[k] * ((double) o[k] - e.zero_fraction) * e.value;
-		double		q = rint(phi * scale);
+		/* phi = total (o - z) v, in fixed point; the conversion rounds and saturates */
+		long long	q = __double2ll_rn((double) total[k] * ((double) o[k] - e.zero_fraction) *
+									   e.value * scale);
 
-		if (!live[k] || q == 0.0)
-			continue;
-		q = fmin(fmax(q, -9.0e18), 9.0e18);
-		atomicAdd(acc + (size_t) (first_row + k) * row_stride +
-				  (size_t) e.group * num_features + e.feature,
-				  (unsigned long long) (long long) q);
+		if (live[k] && q != 0)
+			atomicAdd(acc + (size_t) (first_row + k) * row_stride +
+					  (size_t) e.group * num_features + e.feature,
+					  (unsigned long long) q);
 	}
 }
 
