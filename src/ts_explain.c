@@ -47,7 +47,6 @@ typedef struct TsEmitter
 	Datum	   *feature_text;	/* feature names as text, for the long form */
 	double	   *phi;			/* outputs x (features + 1) */
 	double	   *scratch;
-	Datum	   *elems;			/* one output's contributions as datums */
 } TsEmitter;
 
 /* The first two arguments as C strings; NULL is an error, not an empty set. */
@@ -75,7 +74,6 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->paths = cached->paths;
 	em->phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
 	em->scratch = palloc(sizeof(double) * ts_shap_scratch_len(cached->paths));
-	em->elems = palloc(sizeof(Datum) * m->num_features);
 	em->feature_text = NULL;
 	if (kind == TS_RESULT_LONG)
 	{
@@ -108,6 +106,30 @@ emit_prediction(TsEmitter *em, Datum key, bool key_null, const float *x)
 	}
 }
 
+/*
+ * A one-dimensional float8[] built straight from doubles: the same bytes
+ * construct_array() makes, without a Datum per element (wide results of
+ * models with many features spend most of their time here).
+ */
+static ArrayType *
+float8_array(const double *values, int32 n)
+{
+	Size		nbytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) n;
+	ArrayType  *a;
+
+	if (n == 0)
+		return construct_empty_array(FLOAT8OID);
+	a = palloc0(nbytes);
+	SET_VARSIZE(a, nbytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = FLOAT8OID;
+	ARR_DIMS(a)[0] = n;
+	ARR_LBOUND(a)[0] = 1;
+	memcpy(ARR_DATA_PTR(a), values, sizeof(double) * (Size) n);
+	return a;
+}
+
 /* Emit the result rows of one input row from its contributions (outputs x (features + 1)). */
 static void
 emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
@@ -125,11 +147,8 @@ emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 		values[1] = Int32GetDatum(k);
 		if (em->kind == TS_RESULT_WIDE)
 		{
-			for (int32 j = 0; j < nf; j++)
-				em->elems[j] = Float8GetDatum(phi[j]);
 			values[2] = Float8GetDatum(phi[nf]);
-			values[3] = PointerGetDatum(construct_array(em->elems, nf, FLOAT8OID, 8,
-														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			values[3] = PointerGetDatum(float8_array(phi, nf));
 			tuplestore_putvalues(em->store, em->desc, values, nulls);
 			pfree(DatumGetPointer(values[3]));
 			continue;
