@@ -2,7 +2,7 @@
 -- accepted column types, missing values, batching, privileges, errors.
 BEGIN;
 \ir setup.sql
-SELECT plan(27);
+SELECT plan(32);
 
 CREATE TEMP TABLE ref AS
 SELECT row_key, output, base_value, shap_values
@@ -90,6 +90,43 @@ SELECT CASE WHEN EXISTS (SELECT FROM treeshap.gpu_info())
                  '0A000', 'treeshap.device is gpu, but no GPU can be used',
                  'treeshap.device = gpu without a GPU is a clear error') END;
 RESET treeshap.device;
+
+-- an ERROR or a cancel in the middle of a pipelined run frees it; the session goes on
+SET treeshap.batch_rows = 7;
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg',
+                   'SELECT id, medinc / (CASE WHEN id > 150 THEN 0 ELSE 1 END) AS medinc, "HouseAge", averooms,
+                           avebedrms, population, aveoccup, latitude, longitude FROM houses')$$,
+                 '22012', NULL, 'an error in a later batch of the query is reported');
+-- (throws_ok cannot catch a cancel: WHEN OTHERS excludes query_canceled)
+CREATE FUNCTION pg_temp.outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'completed';
+EXCEPTION WHEN query_canceled THEN
+    RETURN 'cancelled';
+END $$;
+SET statement_timeout = '300ms';
+SELECT is(pg_temp.outcome($$SELECT count(*) FROM treeshap.explain_shap_wide('reg',
+                   'SELECT * FROM houses WHERE pg_sleep(0.01)::text = ''''')$$),
+          'cancelled', 'statement_timeout cancels a call between batches');
+RESET statement_timeout;
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('reg', 'SELECT id, * FROM houses') w
+             JOIN ref USING (row_key, output) WHERE pg_temp.close(w.shap_values, ref.shap_values)),
+          200::bigint, 'after both, the next call in the session is complete and correct');
+RESET treeshap.batch_rows;
+
+-- GPU memory exhausted: buffers for 10,000,000 rows of a 4,000,000-feature model
+SELECT treeshap.load_model('huge_features',
+         convert_to(replace(convert_from(treeshap.model_bytes('nan'), 'UTF8'),
+                            '"num_feature":"6"', '"num_feature":"4000000"'), 'UTF8')) IS NOT NULL AS loaded;
+SET treeshap.batch_rows = 10000000;
+SELECT CASE WHEN EXISTS (SELECT FROM treeshap.gpu_info()) AND current_setting('treeshap.device') <> 'cpu'
+  THEN throws_ok($$SELECT * FROM treeshap.explain_shap_wide('huge_features', 'SELECT 1, 2')$$,
+                 '53200', NULL, 'running out of GPU memory is an ERROR (53200)')
+  ELSE skip('no GPU in use here', 1) END;
+RESET treeshap.batch_rows;
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('reg', 'SELECT id, * FROM houses')),
+          200::bigint, 'the session goes on after running out of GPU memory');
 
 -- the query runs with the caller's privileges
 CREATE ROLE treeshap_reader;
