@@ -12,33 +12,13 @@
 #include "../src/ts_gpu.h"
 #include "../src/ts_model.h"
 #include "../src/ts_shap_cpu.h"
+#include "../src/ts_tool.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* Whole file into memory, or NULL. */
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	char	   *buf;
-	long		n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t) n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t) n, f) != (size_t) n)
-		n = 0;
-	fclose(f);
-	*len = (size_t) n;
-	return buf;
-}
 
 static double
 now_seconds(void)
@@ -154,7 +134,7 @@ main(int argc, char **argv)
 	nrows = atoi(argv[3]);
 	reps = argc > 4 ? atoi(argv[4]) : 3;
 	check_rows = argc > 5 ? atoi(argv[5]) : 200;
-	buf = slurp(argv[1], &len);
+	buf = ts_tool_read_file(argv[1], &len);
 	m = buf ? ts_model_read(buf, len, &err) : NULL;
 	if (m == NULL)
 	{
@@ -162,7 +142,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	free(buf);
-	x = (float *) slurp(argv[2], &xlen);
+	x = (float *) ts_tool_read_file(argv[2], &xlen);
 	if (x == NULL || xlen < (size_t) nrows * m->num_features * sizeof(float))
 	{
 		fprintf(stderr, "ts_bench: %s holds fewer than %d rows\n", argv[2], nrows);

@@ -311,6 +311,16 @@ run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *q
 		 INSTR_TIME_GET_MILLISEC(clock.wait), INSTR_TIME_GET_MILLISEC(clock.emit));
 }
 
+/* Free a call's GPU buffers and unpin its model, after success or ERROR. */
+static void
+end_call(TsGpuRun *run, TsCachedModel *cached)
+{
+	if (run != NULL)
+		ts_gpu_run_end(run);
+	if (cached != NULL)
+		ts_model_release(cached);
+}
+
 /* Common body of the set-returning functions. */
 static Datum
 explain_common(FunctionCallInfo fcinfo, TsResultKind kind)
@@ -344,10 +354,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind)
 	}
 	PG_FINALLY();
 	{
-		if (run != NULL)
-			ts_gpu_run_end(run);
-		if (cached != NULL)
-			ts_model_release(cached);
+		end_call(run, cached);
 	}
 	PG_END_TRY();
 	SPI_finish();
@@ -465,10 +472,7 @@ treeshap_shap_values(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		if (run != NULL)
-			ts_gpu_run_end(run);
-		if (cached != NULL)
-			ts_model_release(cached);
+		end_call(run, cached);
 	}
 	PG_END_TRY();
 	SPI_finish();

@@ -26,11 +26,12 @@ SELECT is((SELECT num_leaves FROM treeshap.models WHERE name = 'reg'),
           'num_leaves equals the leaves stored');
 SELECT cmp_ok((SELECT max_depth FROM treeshap.models WHERE name = 'deep'), '>=', 10,
               'the deep fixture is deep');
-SELECT ok(EXISTS (
+-- the split features along every root-to-leaf path of a stored model's first tree
+CREATE FUNCTION pg_temp.path_features(model_name text) RETURNS SETOF int[] LANGUAGE sql AS $$
     WITH RECURSIVE tree AS (
         SELECT t AS tree FROM treeshap.model_store s,
                jsonb_array_elements(convert_from(s.model, 'UTF8')::jsonb
-                 #> '{learner,gradient_booster,model,trees}') t WHERE s.name = 'deep' LIMIT 1),
+                 #> '{learner,gradient_booster,model,trees}') t WHERE s.name = model_name LIMIT 1),
     walk(node, feats) AS (
         SELECT 0, ARRAY[]::int[] FROM tree
         UNION ALL
@@ -39,23 +40,14 @@ SELECT ok(EXISTS (
                LATERAL (VALUES ((tree.tree -> 'left_children' ->> w.node)::int),
                                ((tree.tree -> 'right_children' ->> w.node)::int)) c(child)
          WHERE (tree.tree -> 'left_children' ->> w.node)::int <> -1)
-    SELECT 1 FROM walk WHERE cardinality(feats) - cardinality(ARRAY(SELECT DISTINCT unnest(feats))) >= 5),
-   'the deep fixture has paths splitting one feature many times');
-SELECT ok(EXISTS (
-    WITH RECURSIVE tree AS (
-        SELECT t AS tree FROM treeshap.model_store s,
-               jsonb_array_elements(convert_from(s.model, 'UTF8')::jsonb
-                 #> '{learner,gradient_booster,model,trees}') t WHERE s.name = 'long' LIMIT 1),
-    walk(node, feats) AS (
-        SELECT 0, ARRAY[]::int[] FROM tree
-        UNION ALL
-        SELECT c.child, w.feats || ((tree.tree -> 'split_indices' ->> w.node)::int)
-          FROM walk w, tree,
-               LATERAL (VALUES ((tree.tree -> 'left_children' ->> w.node)::int),
-                               ((tree.tree -> 'right_children' ->> w.node)::int)) c(child)
-         WHERE (tree.tree -> 'left_children' ->> w.node)::int <> -1)
-    SELECT 1 FROM walk WHERE cardinality(ARRAY(SELECT DISTINCT unnest(feats))) > 31),
-   'the long fixture has paths of more than 31 distinct features (wider than a warp)');
+    SELECT feats FROM walk
+$$;
+SELECT ok(EXISTS (SELECT 1 FROM pg_temp.path_features('deep') f
+                   WHERE cardinality(f) - cardinality(ARRAY(SELECT DISTINCT unnest(f))) >= 5),
+          'the deep fixture has paths splitting one feature many times');
+SELECT ok(EXISTS (SELECT 1 FROM pg_temp.path_features('long') f
+                   WHERE cardinality(ARRAY(SELECT DISTINCT unnest(f))) > 31),
+          'the long fixture has paths of more than 31 distinct features (wider than a warp)');
 SELECT is((SELECT base_score FROM treeshap.models WHERE name = 'binary'), ARRAY[0::float8],
           'binary base_score 0.5 is stored as margin 0');
 SELECT cmp_ok((SELECT abs(base_score[1] - ln(0.5)) FROM treeshap.models WHERE name = 'poisson'),

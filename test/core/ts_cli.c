@@ -11,32 +11,12 @@
 #include "../../src/ts_pack.h"
 #include "../../src/ts_paths.h"
 #include "../../src/ts_shap_cpu.h"
+#include "../../src/ts_tool.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Read a whole file into memory. */
-static char *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	char	   *buf;
-	long		n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t) n + 1);
-	if (fread(buf, 1, (size_t) n, f) != (size_t) n)
-		n = 0;
-	fclose(f);
-	*len = (size_t) n;
-	return buf;
-}
 
 /* Parse one CSV line of num_features values into row. */
 static void
@@ -144,7 +124,7 @@ main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "pack") == 0)
 	{
 		size_t		len;
-		char	   *buf = read_file(argv[2], &len);
+		char	   *buf = ts_tool_read_file(argv[2], &len);
 		TsError		err = {0};
 		TsModel    *m = buf ? ts_model_read(buf, len, &err) : NULL;
 		TsPathTable *pt;
@@ -170,7 +150,7 @@ main(int argc, char **argv)
 		for (int i = 2; i < argc; i++)
 		{
 			size_t		len;
-			char	   *buf = read_file(argv[i], &len);
+			char	   *buf = ts_tool_read_file(argv[i], &len);
 			TsError		err = {0};
 			TsModel    *m = buf ? ts_model_read(buf, len, &err) : NULL;
 
@@ -195,7 +175,7 @@ main(int argc, char **argv)
 	if (argc == 4)
 	{
 		size_t		len;
-		char	   *buf = read_file(argv[2], &len);
+		char	   *buf = ts_tool_read_file(argv[2], &len);
 		TsError		err = {0};
 		TsModel    *m = buf ? ts_model_read(buf, len, &err) : NULL;
 		int			rc;
