@@ -198,23 +198,48 @@ typedef struct TsKeySlot
 	MemoryContext context;		/* by-reference key copies */
 } TsKeySlot;
 
-/* Fetch the next batch straight into a GPU slot's pinned input; keep its keys. */
-static int32
-fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks,
-				int16 key_len, bool key_byval)
+/* Keep the current batch's keys in a slot (SPI frees its tuples at the next fetch). */
+static void
+keep_keys(const TsBatchReader *reader, TsKeySlot *ks, int16 key_len, bool key_byval)
 {
-	uint64		n;
-
-	reader->x_target = ts_gpu_run_input(run, slot);
-	n = ts_batch_next(reader);
 	MemoryContextReset(ks->context);
-	for (uint64 i = 0; i < n; i++)
+	for (uint64 i = 0; i < reader->nrows; i++)
 	{
 		ks->key_null[i] = reader->key_null[i];
 		ks->keys[i] = reader->key_null[i] || key_byval ? reader->keys[i]
 			: datumCopy(reader->keys[i], false, key_len);
 	}
-	return (int32) n;
+}
+
+/* Fetch the next batch straight into a GPU slot's pinned input; keep its keys. */
+static int32
+fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks,
+				int16 key_len, bool key_byval)
+{
+	reader->x_target = ts_gpu_run_input(run, slot);
+	ts_batch_next(reader);
+	keep_keys(reader, ks, key_len, key_byval);
+	return (int32) reader->nrows;
+}
+
+/*
+ * Fetch the first batch, then start the GPU run sized for it: a query shorter
+ * than treeshap.batch_rows gets buffers for its own rows only, and an empty
+ * one touches no GPU at all. Returns the first batch's rows, in slot 0.
+ */
+static int32
+start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, TsKeySlot *ks,
+		  int16 key_len, bool key_byval)
+{
+	int32		nf = cached->model->num_features;
+	int32		n = (int32) ts_batch_next(reader);
+
+	if (n == 0)
+		return 0;
+	*run = ts_gpu_run_start(cached, n);
+	memcpy(ts_gpu_run_input(*run, 0), reader->x, sizeof(float) * (size_t) n * nf);
+	keep_keys(reader, ks, key_len, key_byval);
+	return n;
 }
 
 /* Where a GPU run's backend time goes, reported at DEBUG1. */
@@ -250,7 +275,8 @@ emit_batch(TsEmitter *em, const TsKeySlot *ks, int32 n, const double *phi, size_
  * results of batch k-1 and fetches and converts batch k+1 into the other slot.
  */
 static void
-run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *query, Oid key_type)
+run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const char *query,
+			  Oid key_type)
 {
 	TsBatchReader reader;
 	TsKeySlot	ks[2];
@@ -265,6 +291,7 @@ run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *q
 	double	   *pending_phi = NULL;
 	int64		rows = 0,
 				batches = 0;
+	TsGpuRun   *run;
 
 	get_typlenbyval(key_type, &key_len, &key_byval);
 	for (int s = 0; s < 2; s++)
@@ -276,7 +303,8 @@ run_query_gpu(TsEmitter *em, TsGpuRun *run, TsCachedModel *cached, const char *q
 	}
 	INSTR_TIME_SET_CURRENT(clock.mark);
 	ts_batch_open(&reader, query, cached->model, key_type);
-	running_n = fetch_into_slot(&reader, run, running, &ks[running], key_len, key_byval);
+	running_n = start_run(&reader, runp, cached, &ks[running], key_len, key_byval);
+	run = *runp;
 	phase_charge(&clock, &clock.fetch);
 	if (running_n > 0)
 		ts_gpu_run_submit(run, running, running_n);
@@ -346,8 +374,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind)
 		emitter_init(&em, kind, rsinfo, cached);
 		if (use_gpu)
 		{
-			run = ts_gpu_run_start(cached, ts_batch_rows);
-			run_query_gpu(&em, run, cached, query, key_type);
+			run_query_gpu(&em, (TsGpuRun **) &run, cached, query, key_type);
 		}
 		else
 			run_query_cpu(&em, cached, query, key_type);
