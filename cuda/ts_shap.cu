@@ -120,7 +120,7 @@ satisfies(const TsGpuLane &e, const float *row)
  * the longest path in the warp, so every shuffle has all 32 lanes.
  * Contributions go to global memory as int64 reductions (RED, no return).
  */
-template <typename Real, int kRowsTogether>
+template <typename Real>
 __device__ __forceinline__ void
 explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int first_row,
 			 int nrows, int32_t num_features, size_t row_stride, const Real *rcp,
@@ -268,7 +268,7 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins, const float *
 			const int	maxlen = __reduce_max_sync(kFullMask, e.len);
 
 			for (int r = 0; r < nr; r += kRowsTogether)
-				explain_rows<Real, kRowsTogether>(e, lane, maxlen, rows, r, nr, num_features,
+				explain_rows<Real>(e, lane, maxlen, rows, r, nr, num_features,
 												  row_stride, rcp, w_shared[warp], scale, out);
 		}
 	}

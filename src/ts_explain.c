@@ -225,10 +225,11 @@ fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks,
 /*
  * Fetch the first batch, then start the GPU run sized for it: a query shorter
  * than treeshap.batch_rows gets buffers for its own rows only, and an empty
- * one touches no GPU at all. Returns the first batch's rows, in slot 0.
+ * one touches no GPU at all. Allocates both key slots; returns the first
+ * batch's rows, in slot 0.
  */
 static int32
-start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, TsKeySlot *ks,
+start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, TsKeySlot ks[2],
 		  int16 key_len, bool key_byval)
 {
 	int32		nf = cached->model->num_features;
@@ -236,9 +237,17 @@ start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, TsKeySlo
 
 	if (n == 0)
 		return 0;
+	/* no later batch is larger than the first */
+	for (int i = 0; i < 2; i++)
+	{
+		ks[i].keys = palloc(sizeof(Datum) * n);
+		ks[i].key_null = palloc(sizeof(bool) * n);
+		ks[i].context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
+											  ALLOCSET_DEFAULT_SIZES);
+	}
 	*run = ts_gpu_run_start(cached, n);
 	memcpy(ts_gpu_run_input(*run, 0), reader->x, sizeof(float) * (size_t) n * nf);
-	keep_keys(reader, ks, key_len, key_byval);
+	keep_keys(reader, &ks[0], key_len, key_byval);
 	return n;
 }
 
@@ -294,16 +303,9 @@ run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const char 
 	TsGpuRun   *run;
 
 	get_typlenbyval(key_type, &key_len, &key_byval);
-	for (int s = 0; s < 2; s++)
-	{
-		ks[s].keys = palloc(sizeof(Datum) * ts_batch_rows);
-		ks[s].key_null = palloc(sizeof(bool) * ts_batch_rows);
-		ks[s].context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
-											  ALLOCSET_DEFAULT_SIZES);
-	}
 	INSTR_TIME_SET_CURRENT(clock.mark);
 	ts_batch_open(&reader, query, cached->model, key_type);
-	running_n = start_run(&reader, runp, cached, &ks[running], key_len, key_byval);
+	running_n = start_run(&reader, runp, cached, ks, key_len, key_byval);
 	run = *runp;
 	phase_charge(&clock, &clock.fetch);
 	if (running_n > 0)
