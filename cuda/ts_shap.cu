@@ -268,8 +268,8 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins, const float *
 			const int	maxlen = __reduce_max_sync(kFullMask, e.len);
 
 			for (int r = 0; r < nr; r += kRowsTogether)
-				explain_rows<Real>(e, lane, maxlen, rows, r, nr, num_features,
-												  row_stride, rcp, w_shared[warp], scale, out);
+				explain_rows<Real>(e, lane, maxlen, rows, r, nr, num_features, row_stride, rcp,
+								   w_shared[warp], scale, out);
 		}
 	}
 }
