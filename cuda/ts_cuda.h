@@ -52,14 +52,15 @@ typedef struct TsGpuLane
 {
 	double		zero_fraction;
 	double		value;			/* leaf value of the lane's path */
-	float		lower;			/* satisfied when lower <= x < upper */
+	float		lower;			/* a present x satisfies lower <= x < upper ... */
 	float		upper;
 	int32_t		feature;		/* -1 for the root element */
 	int32_t		group;			/* output the path's leaf adds to */
 	uint8_t		missing;		/* satisfied when x is NaN */
 	uint8_t		first;			/* first lane of the path in its bin */
 	uint8_t		len;			/* lanes (elements) of the path */
-	uint8_t		unused[5];
+	uint8_t		unused;
+	int32_t		cat;			/* ... and, if >= 0, x's category is in the set at cat_pool + cat */
 } TsGpuLane;
 
 typedef enum TsGpuPrecision
@@ -76,6 +77,8 @@ typedef struct TsGpuTableDesc
 	int32_t		num_features;
 	int32_t		num_outputs;
 	const double *bias;			/* per output */
+	const uint32_t *cat_pool;	/* category sets (src/ts_catset.h layout); NULL when none */
+	int64_t		cat_pool_len;	/* words */
 	double		fixed_scale;	/* contributions are summed as round(phi * scale) in int64 */
 } TsGpuTableDesc;
 

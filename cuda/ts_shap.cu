@@ -22,6 +22,7 @@ struct TsGpuTable
 {
 	TsGpuLane  *lanes;
 	double	   *bias;
+	uint32_t   *cat_pool;		/* nullptr when the model has no categorical splits */
 	int64_t		num_bins;
 	int32_t		num_features;
 	int32_t		num_outputs;
@@ -98,9 +99,22 @@ plan_launch(const TsGpuTable *t, int32_t nrows)
 	return p;
 }
 
+/* Category x (present) in a set of src/ts_catset.h: bits, outside flag, words. */
+__device__ __forceinline__ bool
+category_in(const uint32_t *__restrict__ set, float x)
+{
+	uint32_t	nbits = __ldg(set);
+	uint32_t	c;
+
+	if (!(x >= 0.0f) || x >= (float) nbits)
+		return __ldg(set + 1) != 0;
+	c = (uint32_t) x;
+	return (__ldg(set + 2 + c / 32) >> (c % 32)) & 1u;
+}
+
 /* Whether x satisfies the lane's element (root and empty lanes always do). */
 __device__ __forceinline__ bool
-satisfies(const TsGpuLane &e, const float *row)
+satisfies(const TsGpuLane &e, const float *row, const uint32_t *__restrict__ cats)
 {
 	float		x;
 
@@ -109,7 +123,7 @@ satisfies(const TsGpuLane &e, const float *row)
 	x = row[e.feature];
 	if (isnan(x))
 		return e.missing != 0;
-	return e.lower <= x && x < e.upper;
+	return e.lower <= x && x < e.upper && (e.cat < 0 || category_in(cats + e.cat, x));
 }
 
 /*
@@ -123,7 +137,7 @@ satisfies(const TsGpuLane &e, const float *row)
 template <typename Real>
 __device__ __forceinline__ void
 explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int first_row,
-			 int nrows, int32_t num_features, size_t row_stride, const Real *rcp,
+			 int nrows, int32_t num_features, size_t row_stride, const uint32_t *cats, const Real *rcp,
 			 Real (*w_shared)[TS_GPU_LANES], double scale, unsigned long long *acc)
 {
 	const int	first = e.first;
@@ -147,7 +161,7 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 	{
 		int			r = first_row + k;
 		bool		valid = r < nrows;
-		bool		sat = !valid || satisfies(e, rows + (size_t) r * num_features);
+		bool		sat = !valid || satisfies(e, rows + (size_t) r * num_features, cats);
 		unsigned	dead = __ballot_sync(kFullMask, !sat && !empty && z == Real(0));
 
 		o[k] = sat ? Real(1) : Real(0);
@@ -234,7 +248,8 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
  */
 template <typename Real, bool kStageX>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSM)
-shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins, const float *__restrict__ x,
+shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins,
+			const uint32_t *__restrict__ cats, const float *__restrict__ x,
 			int32_t nrows, int32_t num_features, int32_t num_outputs, int rows_per_block,
 			int64_t row_tiles, int64_t bins_per_block, double scale,
 			unsigned long long *__restrict__ acc)
@@ -268,7 +283,7 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins, const float *
 			const int	maxlen = __reduce_max_sync(kFullMask, e.len);
 
 			for (int r = 0; r < nr; r += kRowsTogether)
-				explain_rows<Real>(e, lane, maxlen, rows, r, nr, num_features, row_stride, rcp,
+				explain_rows<Real>(e, lane, maxlen, rows, r, nr, num_features, row_stride, cats, rcp,
 								   w_shared[warp], scale, out);
 		}
 	}
@@ -301,7 +316,7 @@ launch_shap(const TsGpuTable *t, const LaunchPlan &p, const float *x, int32_t nr
 {
 	shap_kernel<Real, kStageX>
 		<<<(unsigned) p.blocks, kBlockThreads, p.shared_bytes, stream>>>(
-			t->lanes, t->num_bins, x, nrows, t->num_features, t->num_outputs, p.rows_per_block,
+			t->lanes, t->num_bins, t->cat_pool, x, nrows, t->num_features, t->num_outputs, p.rows_per_block,
 			p.row_tiles, p.bins_per_block, t->scale, acc);
 }
 
@@ -359,6 +374,22 @@ device_alloc(T **ptr, size_t count)
 	*ptr = rc == cudaSuccess ? (T *) p : nullptr;
 	return rc;
 }
+
+/* Copy the category sets, if the model has any, next to the lanes. */
+cudaError_t
+upload_cat_pool(TsGpuTable *t, const TsGpuTableDesc *desc)
+{
+	cudaError_t rc;
+
+	if (desc->cat_pool_len == 0)
+		return cudaSuccess;
+	if ((rc = device_alloc(&t->cat_pool, (size_t) desc->cat_pool_len)) != cudaSuccess)
+		return rc;
+	return cudaMemcpy(t->cat_pool, desc->cat_pool, (size_t) desc->cat_pool_len * sizeof(uint32_t),
+					  cudaMemcpyHostToDevice);
+}
+
+static_assert(sizeof(TsGpuLane) == 40, "a lane is 40 bytes: five 8-byte loads");
 
 /* Pinned host allocation that leaves *ptr NULL on failure. */
 template <typename T>
@@ -433,7 +464,8 @@ ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out, char *msg, siz
 			(rc = device_alloc(&t->lanes, nlanes)) != cudaSuccess ||
 			(rc = device_alloc(&t->bias, (size_t) desc->num_outputs)) != cudaSuccess ||
 			(rc = cudaMemcpy(t->lanes, desc->lanes, nlanes * sizeof(TsGpuLane), cudaMemcpyHostToDevice)) != cudaSuccess ||
-			(rc = cudaMemcpy(t->bias, desc->bias, desc->num_outputs * sizeof(double), cudaMemcpyHostToDevice)) != cudaSuccess)
+			(rc = cudaMemcpy(t->bias, desc->bias, desc->num_outputs * sizeof(double), cudaMemcpyHostToDevice)) != cudaSuccess ||
+			(rc = upload_cat_pool(t, desc)) != cudaSuccess)
 		{
 			ts_gpu_table_free(t);
 			return ts_cuda_status(rc, "uploading the path table", msg, msglen);
@@ -457,6 +489,7 @@ ts_gpu_table_free(TsGpuTable *table)
 			return;
 		cudaFree(table->lanes);
 		cudaFree(table->bias);
+		cudaFree(table->cat_pool);
 		cudaGetLastError();
 		delete table;
 	}

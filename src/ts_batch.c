@@ -266,6 +266,7 @@ ts_batch_next(TsBatchReader *r)
 
 			row[j] = r->isnull[a] ? NAN : feature_value(r->values[a], r->feature_type[j]);
 		}
+		ts_model_prepare_row(r->model, row);
 	}
 	MemoryContextSwitchTo(old);
 	return r->nrows;

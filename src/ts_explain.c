@@ -413,7 +413,7 @@ treeshap_predict(PG_FUNCTION_ARGS)
 
 /* Feature array argument as float32 features; NULL elements are missing. */
 static float *
-features_from_array(ArrayType *arr, int32 num_features)
+features_from_array(ArrayType *arr, const TsModel *model)
 {
 	Datum	   *elems;
 	bool	   *nulls;
@@ -425,13 +425,15 @@ features_from_array(ArrayType *arr, int32 num_features)
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("features must be a one-dimensional array")));
 	deconstruct_array(arr, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
-	if (n != num_features)
+	if (n != model->num_features)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("features has %d elements, but the model has %d features", n, num_features)));
-	x = palloc(sizeof(float) * num_features);
+				 errmsg("features has %d elements, but the model has %d features", n,
+						model->num_features)));
+	x = palloc(sizeof(float) * n);
 	for (int i = 0; i < n; i++)
 		x[i] = nulls[i] ? NAN : ts_feature_value(DatumGetFloat8(elems[i]));
+	ts_model_prepare_row(model, x);
 	return x;
 }
 
@@ -486,7 +488,7 @@ treeshap_shap_values(PG_FUNCTION_ARGS)
 
 		cached = ts_model_acquire(model_name);
 		m = cached->model;
-		x = features_from_array(arr, m->num_features);
+		x = features_from_array(arr, m);
 		if (use_gpu)
 			phi = shap_row_gpu(cached, x, (TsGpuRun **) &run);
 		else

@@ -55,6 +55,7 @@ fill_path(TsGpuLane *bin, const TsPathTable *pt, int64_t p, int first)
 		l->feature = pt->feature[start + i];
 		l->group = pt->path_group[p];
 		l->missing = pt->missing[start + i];
+		l->cat = pt->cat[start + i];
 		l->first = (uint8_t) first;
 		l->len = (uint8_t) len;
 	}
@@ -81,6 +82,7 @@ ts_gpu_lanes(const TsPathTable *pt, const TsPacking *pk)
 		for (; lane < TS_GPU_LANES; lane++)
 		{
 			bin[lane].feature = TS_GPU_LANE_EMPTY;
+			bin[lane].cat = -1;
 			bin[lane].zero_fraction = 1.0;
 			bin[lane].first = (uint8_t) lane;
 			bin[lane].len = 1;
@@ -107,6 +109,8 @@ ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out, char 
 	desc.num_features = pt->num_features;
 	desc.num_outputs = pt->num_outputs;
 	desc.bias = pt->bias;
+	desc.cat_pool = pt->cat_pool;
+	desc.cat_pool_len = pt->cat_pool_len;
 	desc.fixed_scale = plan->fixed_scale;
 	rc = ts_gpu_table_upload(&desc, &plan->table, msg, msglen);
 	ts_free(lanes);

@@ -46,8 +46,8 @@ arena_align(size_t n)
 }
 
 /* Allocate n bytes that live as long as the document. */
-static void *
-arena_alloc(TsJsonDoc *doc, size_t n)
+void *
+ts_json_alloc(TsJsonDoc *doc, size_t n)
 {
 	TsArenaBlock *b = doc->blocks;
 	size_t		hdr = arena_align(sizeof(TsArenaBlock));
@@ -308,7 +308,7 @@ parse_string(TsJsonParser *ps, const char **out, size_t *outlen)
 	}
 	if (ps->p >= ps->end)
 		return json_error(ps, "unterminated string");
-	dst = arena_alloc(ps->doc, (size_t) (ps->p - s) + 1);
+	dst = ts_json_alloc(ps->doc, (size_t) (ps->p - s) + 1);
 	ps->p = s;
 	while (*ps->p != '"')
 	{
@@ -341,18 +341,9 @@ parse_string(TsJsonParser *ps, const char **out, size_t *outlen)
 
 static bool parse_value(TsJsonParser *ps, TsJson *out);
 
-/* Growable buffer used while reading arrays and objects. */
-typedef struct TsVec
-{
-	void	   *data;
-	size_t		n;
-	size_t		cap;
-	size_t		elem;
-} TsVec;
-
 /* Append one element of vec->elem bytes, doubling capacity as needed. */
-static void
-vec_push(TsVec *v, const void *item)
+void
+ts_json_vec_push(TsJsonVec *v, const void *item)
 {
 	if (v->n == v->cap)
 	{
@@ -365,11 +356,11 @@ vec_push(TsVec *v, const void *item)
 	v->n++;
 }
 
-/* Copy a vector's contents into the arena and release the vector. */
-static void *
-vec_finish(TsJsonParser *ps, TsVec *v)
+/* Copy a vector's contents into the document's arena and release the vector. */
+void *
+ts_json_vec_finish(TsJsonDoc *doc, TsJsonVec *v)
 {
-	void	   *dst = arena_alloc(ps->doc, v->n * v->elem);
+	void	   *dst = ts_json_alloc(doc, v->n * v->elem);
 
 	if (v->n > 0)
 		memcpy(dst, v->data, v->n * v->elem);
@@ -378,35 +369,85 @@ vec_finish(TsJsonParser *ps, TsVec *v)
 	return dst;
 }
 
-/* Make a heap TsJson number node in the arena. */
-static TsJson *
-new_number_node(TsJsonParser *ps, double d)
+/* Start an array under construction. */
+void
+ts_json_array_init(TsJsonArrayBuilder *b)
 {
-	TsJson	   *node = arena_alloc(ps->doc, sizeof(TsJson));
-
-	node->type = TSJ_NUMBER;
-	node->u.number = d;
-	return node;
+	memset(b, 0, sizeof(*b));
+	b->nums.elem = sizeof(double);
+	b->items.elem = sizeof(TsJson *);
 }
 
 /*
- * Read an array after '['. Numbers go to a double vector until the first
- * non-number; then the array turns generic and earlier numbers become nodes.
+ * Append a value. Numbers go to a double vector until the first non-number;
+ * then the array turns generic and earlier numbers become nodes.
  */
+void
+ts_json_array_push(TsJsonDoc *doc, TsJsonArrayBuilder *b, const TsJson *v)
+{
+	TsJson	   *node;
+
+	if (!b->generic && v->type == TSJ_NUMBER)
+	{
+		ts_json_vec_push(&b->nums, &v->u.number);
+		return;
+	}
+	if (!b->generic)
+	{
+		for (size_t i = 0; i < b->nums.n; i++)
+		{
+			node = ts_json_alloc(doc, sizeof(TsJson));
+			node->type = TSJ_NUMBER;
+			node->u.number = ((double *) b->nums.data)[i];
+			ts_json_vec_push(&b->items, &node);
+		}
+		b->generic = true;
+	}
+	node = ts_json_alloc(doc, sizeof(TsJson));
+	*node = *v;
+	ts_json_vec_push(&b->items, &node);
+}
+
+/* Store the finished array in out (TSJ_NUMARRAY when every element was a number). */
+void
+ts_json_array_finish(TsJsonDoc *doc, TsJsonArrayBuilder *b, TsJson *out)
+{
+	if (b->generic)
+	{
+		out->type = TSJ_ARRAY;
+		out->u.arr.n = b->items.n;
+		out->u.arr.items = ts_json_vec_finish(doc, &b->items);
+	}
+	else
+	{
+		out->type = TSJ_NUMARRAY;
+		out->u.nums.n = b->nums.n;
+		out->u.nums.vals = ts_json_vec_finish(doc, &b->nums);
+	}
+	ts_json_array_discard(b);
+}
+
+/* Release a builder's vectors (after finish, or on failure). */
+void
+ts_json_array_discard(TsJsonArrayBuilder *b)
+{
+	ts_free(b->nums.data);
+	ts_free(b->items.data);
+	b->nums.data = b->items.data = NULL;
+}
+
+/* Read an array after '['. */
 static bool
 parse_array(TsJsonParser *ps, TsJson *out)
 {
-	TsVec		nums = {NULL, 0, 0, sizeof(double)};
-	TsVec		items = {NULL, 0, 0, sizeof(TsJson *)};
-	bool		generic = false;
+	TsJsonArrayBuilder b;
 
+	ts_json_array_init(&b);
 	skip_ws(ps);
 	if (ps->p < ps->end && *ps->p == ']')
 	{
 		ps->p++;
-		out->type = TSJ_NUMARRAY;
-		out->u.nums.vals = NULL;
-		out->u.nums.n = 0;
+		ts_json_array_finish(ps->doc, &b, out);
 		return true;
 	}
 	for (;;)
@@ -415,31 +456,13 @@ parse_array(TsJsonParser *ps, TsJson *out)
 
 		skip_ws(ps);
 		if (!parse_value(ps, &v))
-			goto fail;
-		if (!generic && v.type == TSJ_NUMBER)
-			vec_push(&nums, &v.u.number);
-		else
-		{
-			TsJson	   *node;
-
-			if (!generic)
-			{
-				for (size_t i = 0; i < nums.n; i++)
-				{
-					node = new_number_node(ps, ((double *) nums.data)[i]);
-					vec_push(&items, &node);
-				}
-				generic = true;
-			}
-			node = arena_alloc(ps->doc, sizeof(TsJson));
-			*node = v;
-			vec_push(&items, &node);
-		}
+			break;
+		ts_json_array_push(ps->doc, &b, &v);
 		skip_ws(ps);
 		if (ps->p >= ps->end)
 		{
 			json_error(ps, "unterminated array");
-			goto fail;
+			break;
 		}
 		if (*ps->p == ',')
 		{
@@ -449,29 +472,13 @@ parse_array(TsJsonParser *ps, TsJson *out)
 		if (*ps->p == ']')
 		{
 			ps->p++;
-			break;
+			ts_json_array_finish(ps->doc, &b, out);
+			return true;
 		}
 		json_error(ps, "expected ',' or ']' in array");
-		goto fail;
+		break;
 	}
-	if (generic)
-	{
-		out->type = TSJ_ARRAY;
-		out->u.arr.n = items.n;
-		out->u.arr.items = vec_finish(ps, &items);
-		ts_free(nums.data);
-	}
-	else
-	{
-		out->type = TSJ_NUMARRAY;
-		out->u.nums.n = nums.n;
-		out->u.nums.vals = vec_finish(ps, &nums);
-	}
-	return true;
-
-fail:
-	ts_free(nums.data);
-	ts_free(items.data);
+	ts_json_array_discard(&b);
 	return false;
 }
 
@@ -479,8 +486,8 @@ fail:
 static bool
 parse_object(TsJsonParser *ps, TsJson *out)
 {
-	TsVec		keys = {NULL, 0, 0, sizeof(const char *)};
-	TsVec		vals = {NULL, 0, 0, sizeof(TsJson *)};
+	TsJsonVec	keys = {NULL, 0, 0, sizeof(const char *)};
+	TsJsonVec	vals = {NULL, 0, 0, sizeof(TsJson *)};
 
 	skip_ws(ps);
 	if (ps->p < ps->end && *ps->p == '}')
@@ -510,11 +517,11 @@ parse_object(TsJsonParser *ps, TsJson *out)
 			}
 			ps->p++;
 			skip_ws(ps);
-			node = arena_alloc(ps->doc, sizeof(TsJson));
+			node = ts_json_alloc(ps->doc, sizeof(TsJson));
 			if (!parse_value(ps, node))
 				goto fail;
-			vec_push(&keys, &key);
-			vec_push(&vals, &node);
+			ts_json_vec_push(&keys, &key);
+			ts_json_vec_push(&vals, &node);
 			skip_ws(ps);
 			if (ps->p >= ps->end)
 			{
@@ -537,8 +544,8 @@ parse_object(TsJsonParser *ps, TsJson *out)
 	}
 	out->type = TSJ_OBJECT;
 	out->u.obj.n = keys.n;
-	out->u.obj.keys = vec_finish(ps, &keys);
-	out->u.obj.vals = vec_finish(ps, &vals);
+	out->u.obj.keys = ts_json_vec_finish(ps->doc, &keys);
+	out->u.obj.vals = ts_json_vec_finish(ps->doc, &vals);
 	return true;
 
 fail:
@@ -593,19 +600,29 @@ parse_value(TsJsonParser *ps, TsJson *out)
 	}
 }
 
+/* An empty document whose root the caller fills. */
+TsJsonDoc *
+ts_json_doc_new(void)
+{
+	TsJsonDoc  *doc = ts_alloc0(sizeof(TsJsonDoc));
+
+	doc->root = ts_json_alloc(doc, sizeof(TsJson));
+	doc->root->type = TSJ_NULL;
+	return doc;
+}
+
 /* Parse a whole document; trailing non-whitespace is an error. */
 TsJsonDoc *
 ts_json_parse(const char *buf, size_t len, TsError *err)
 {
 	TsJsonParser ps;
-	TsJsonDoc  *doc = ts_alloc0(sizeof(TsJsonDoc));
+	TsJsonDoc  *doc = ts_json_doc_new();
 
 	ps.p = buf;
 	ps.end = buf + len;
 	ps.doc = doc;
 	ps.err = err;
 	ps.depth = 0;
-	doc->root = arena_alloc(doc, sizeof(TsJson));
 	if (!parse_value(&ps, doc->root))
 	{
 		ts_json_free(doc);

@@ -7,12 +7,23 @@
 #include <math.h>
 #include <string.h>
 
+/* Whether buf starts an XGBoost UBJSON object: '{' then a count, a type or a key length. */
+static bool
+looks_like_ubjson(const char *buf, size_t len)
+{
+	return len >= 2 && buf[0] == '{' && strchr("iUIlL#$", buf[1]) != NULL && buf[1] != '\0';
+}
+
 /* Detect the format from the first bytes and dispatch to its reader. */
 TsModel *
 ts_model_read(const char *buf, size_t len, TsError *err)
 {
 	size_t		i = 0;
 
+	if (looks_like_ubjson(buf, len))
+		return ts_xgboost_ubj_read(buf, len, err);
+	if (len >= 5 && memcmp(buf, "tree", 4) == 0 && (buf[4] == '\n' || buf[4] == '\r'))
+		return ts_lightgbm_read(buf, len, err);
 	while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
 		i++;
 	if (i < len && buf[i] == '{')
@@ -21,8 +32,28 @@ ts_model_read(const char *buf, size_t len, TsError *err)
 		ts_fail(err, TS_ERR_SYNTAX, "model is empty");
 	else
 		ts_fail(err, TS_ERR_SYNTAX,
-				"unrecognised model format: expected XGBoost JSON (a document starting with '{')");
+				"unrecognised model format: expected XGBoost JSON or UBJSON, or a LightGBM text model");
 	return NULL;
+}
+
+/*
+ * Append an empty set of nbits categories (no bit set; others as given) to
+ * the pool; returns its offset, or -1 past the size limit.
+ */
+int64_t
+ts_model_add_catset(TsModel *m, uint32_t nbits, bool others)
+{
+	int64_t		len = ts_catset_len(nbits);
+	int64_t		offset = m->cat_pool_len;
+
+	if (nbits > TS_MAX_CATEGORIES || offset + len > TS_MAX_CAT_WORDS)
+		return -1;
+	m->cat_pool = ts_realloc(m->cat_pool, (size_t) (offset + len) * sizeof(uint32_t));
+	memset(m->cat_pool + offset, 0, (size_t) len * sizeof(uint32_t));
+	m->cat_pool[offset] = nbits;
+	m->cat_pool[offset + 1] = others ? 1 : 0;
+	m->cat_pool_len = offset + len;
+	return offset;
 }
 
 /* Free a model and all of its arrays. */
@@ -40,6 +71,9 @@ ts_model_free(TsModel *m)
 	ts_free(m->default_left);
 	ts_free(m->leaf_value);
 	ts_free(m->cover);
+	ts_free(m->cat_set);
+	ts_free(m->cat_pool);
+	ts_free(m->input_rule);
 	if (m->feature_names != NULL)
 	{
 		for (int32_t i = 0; i < m->num_features; i++)
@@ -102,7 +136,10 @@ validate_tree(TsModel *m, int32_t t, uint8_t *seen, int32_t *stack, int32_t *dep
 			return ts_fail(err, TS_ERR_INVALID,
 						   "tree %d node %d splits on feature %d, outside 0..%d",
 						   t, i, m->split_feature[g], m->num_features - 1);
-		if (!isfinite(m->threshold[g]))
+		if (m->cat_set[g] != -1 && !ts_catset_valid(m->cat_pool, m->cat_pool_len, m->cat_set[g]))
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d node %d has a malformed category set", t, i);
+		if (m->cat_set[g] == -1 && !isfinite(m->threshold[g]))
 			return ts_fail(err, TS_ERR_INVALID,
 						   "tree %d node %d has a non-finite split threshold", t, i);
 		if (m->default_left[g] > 1)
@@ -149,6 +186,13 @@ ts_model_validate(TsModel *m, TsError *err)
 	for (int32_t k = 0; k < m->num_outputs; k++)
 		if (!isfinite(m->base_margin[k]))
 			return ts_fail(err, TS_ERR_INVALID, "base_score is not finite in margin space");
+	for (int32_t j = 0; m->input_rule != NULL && j < m->num_features; j++)
+		if (m->input_rule[j] > TS_INPUT_CATEGORY_TRUNC)
+			return ts_fail(err, TS_ERR_INVALID, "feature %d has an unknown input rule", j);
+	if (m->cat_pool_len > TS_MAX_CAT_WORDS)
+		return ts_fail(err, TS_ERR_LIMIT, "model's category sets are too large");
+	if (!(m->link_scale > 0.0) || !isfinite(m->link_scale))
+		return ts_fail(err, TS_ERR_INVALID, "link scale %g must be positive", m->link_scale);
 	seen = ts_alloc((size_t) largest + 1);
 	stack = ts_alloc(((size_t) largest + 1) * sizeof(int32_t));
 	depth_of = ts_alloc(((size_t) largest + 1) * sizeof(int32_t));
@@ -180,10 +224,42 @@ ts_model_predict_margin(const TsModel *m, const float *row, double *margin)
 
 			if (isnan(x))
 				i = m->default_left[g] ? m->left[g] : m->right[g];
+			else if (m->cat_set[g] != -1)
+				i = ts_catset_contains(m->cat_pool + m->cat_set[g], x) ? m->left[g] : m->right[g];
 			else
 				i = x < m->threshold[g] ? m->left[g] : m->right[g];
 		}
 		margin[m->tree_group[t]] += m->leaf_value[base + i];
+	}
+}
+
+/* LightGBM's view of a raw value, for the features whose rule says so. */
+void
+ts_model_prepare_row(const TsModel *m, float *row)
+{
+	if (m->input_rule == NULL)
+		return;
+	for (int32_t j = 0; j < m->num_features; j++)
+	{
+		float		x = row[j];
+
+		switch ((TsInputRule) m->input_rule[j])
+		{
+			case TS_INPUT_PLAIN:
+				break;
+			case TS_INPUT_ZERO_IS_MISSING:
+				if (fabsf(x) <= 1e-35f)
+					row[j] = NAN;
+				break;
+			case TS_INPUT_NAN_IS_ZERO:
+				if (isnan(x))
+					row[j] = 0.0f;
+				break;
+			case TS_INPUT_CATEGORY_TRUNC:
+				if (x > -1.0f && x < 0.0f)
+					row[j] = 0.0f;
+				break;
+		}
 	}
 }
 
@@ -226,7 +302,7 @@ ts_model_link(const TsModel *m, const double *margin, double *pred)
 	{
 		case TS_LINK_LOGISTIC:
 			for (int32_t k = 0; k < n; k++)
-				pred[k] = 1.0 / (1.0 + exp(-margin[k]));
+				pred[k] = 1.0 / (1.0 + exp(-m->link_scale * margin[k]));
 			break;
 		case TS_LINK_EXP:
 			for (int32_t k = 0; k < n; k++)

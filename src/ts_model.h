@@ -3,10 +3,15 @@
  * came from. Node arrays of all trees are stored back to back; child indices
  * are local to their tree. Split semantics are XGBoost's: a present value x
  * goes left when (float) x < threshold; a missing value follows default_left.
+ * A categorical node instead sends x left when its category is in the
+ * node's left set (ts_catset.h). Readers whose library treats inputs
+ * differently (LightGBM's zero-as-missing, say) record a per-feature input
+ * rule that ts_model_prepare_row applies before any tree sees the row.
  */
 #ifndef TS_MODEL_H
 #define TS_MODEL_H
 
+#include "ts_catset.h"
 #include "ts_core.h"
 
 /* Hard limits that keep hostile headers from asking for absurd memory. */
@@ -14,6 +19,16 @@
 #define TS_MAX_OUTPUTS		(1 << 16)
 #define TS_MAX_TREES		(1 << 24)
 #define TS_MAX_NODES		(INT32_MAX / 2)
+#define TS_MAX_CAT_WORDS	(1 << 26)	/* 256 MB of category sets per model */
+
+/* How a feature's raw value is mapped before the trees compare it. */
+typedef enum TsInputRule
+{
+	TS_INPUT_PLAIN = 0,			/* NaN is missing (XGBoost; LightGBM missing type NaN) */
+	TS_INPUT_ZERO_IS_MISSING,	/* |x| <= 1e-35 and NaN are missing (LightGBM type Zero) */
+	TS_INPUT_NAN_IS_ZERO,		/* NaN is the value 0 (LightGBM type None) */
+	TS_INPUT_CATEGORY_TRUNC		/* -1 < x < 0 is category 0 (LightGBM truncates) */
+} TsInputRule;
 
 typedef enum TsLink
 {
@@ -44,15 +59,27 @@ typedef struct TsModel
 	uint8_t    *default_left;
 	double	   *leaf_value;		/* already scaled by any dart weight */
 	double	   *cover;
+	int32_t    *cat_set;		/* categorical node: offset of its left set in cat_pool; else -1 */
+
+	uint32_t   *cat_pool;		/* category sets, ts_catset.h layout */
+	int64_t		cat_pool_len;	/* words */
+	uint8_t    *input_rule;		/* per feature TsInputRule; NULL when all are plain */
 
 	char	  **feature_names;	/* NULL when the model carries none */
 	char	   *objective;
 	TsLink		link;
+	double		link_scale;		/* logistic links: p = 1 / (1 + exp(-scale * margin)) */
 	double	   *base_margin;	/* per output, margin space */
 } TsModel;
 
 /* Read an XGBoost JSON model; NULL with err set on any problem. */
 extern TsModel *ts_xgboost_json_read(const char *buf, size_t len, TsError *err);
+
+/* Read an XGBoost UBJSON model (the default file format since XGBoost 2.1). */
+extern TsModel *ts_xgboost_ubj_read(const char *buf, size_t len, TsError *err);
+
+/* Read a LightGBM text model (as saved by save_model / model_to_string). */
+extern TsModel *ts_lightgbm_read(const char *buf, size_t len, TsError *err);
 
 /* Detect the format from the bytes and read the model. */
 extern TsModel *ts_model_read(const char *buf, size_t len, TsError *err);
@@ -62,6 +89,12 @@ extern bool ts_model_validate(TsModel *m, TsError *err);
 
 /* Release everything ts_model_read allocated. */
 extern void ts_model_free(TsModel *m);
+
+/* Append an empty category set to the pool; its offset, or -1 past the limits. */
+extern int64_t ts_model_add_catset(TsModel *m, uint32_t nbits, bool others);
+
+/* Apply the model's per-feature input rules to one converted row in place. */
+extern void ts_model_prepare_row(const TsModel *m, float *row);
 
 /* Margin per output for one row (float32 features, NaN = missing). */
 extern void ts_model_predict_margin(const TsModel *m, const float *row, double *margin);

@@ -15,15 +15,19 @@ typedef struct TsEdge
 	float		lower;
 	float		upper;
 	uint8_t		missing;
+	int32_t		cat_set;		/* the parent's left set in the model's pool, or -1 */
+	bool		right;			/* the edge takes the set's complement */
 	double		zero_fraction;
 } TsEdge;
 
 /* Growable arrays of the table under construction. */
 typedef struct TsPathBuilder
 {
+	const TsModel *model;
 	TsPathTable *pt;
 	int64_t		path_cap;
 	int64_t		elem_cap;
+	int64_t		pool_cap;
 } TsPathBuilder;
 
 /* Order edges by feature so repeated features become neighbours. */
@@ -57,21 +61,90 @@ reserve(TsPathBuilder *b, int64_t len)
 		pt->lower = ts_realloc(pt->lower, (size_t) b->elem_cap * sizeof(float));
 		pt->upper = ts_realloc(pt->upper, (size_t) b->elem_cap * sizeof(float));
 		pt->missing = ts_realloc(pt->missing, (size_t) b->elem_cap * sizeof(uint8_t));
+		pt->cat = ts_realloc(pt->cat, (size_t) b->elem_cap * sizeof(int32_t));
 		pt->zero_fraction = ts_realloc(pt->zero_fraction, (size_t) b->elem_cap * sizeof(double));
 	}
 }
 
 /* Append one element to the table. */
 static void
-push_element(TsPathTable *pt, int32_t feature, float lower, float upper, uint8_t missing, double z)
+push_element(TsPathTable *pt, const TsEdge *e, int32_t cat)
 {
-	int64_t		e = pt->num_elements++;
+	int64_t		i = pt->num_elements++;
 
-	pt->feature[e] = feature;
-	pt->lower[e] = lower;
-	pt->upper[e] = upper;
-	pt->missing[e] = missing;
-	pt->zero_fraction[e] = z;
+	pt->feature[i] = e->feature;
+	pt->lower[i] = e->lower;
+	pt->upper[i] = e->upper;
+	pt->missing[i] = e->missing;
+	pt->cat[i] = cat;
+	pt->zero_fraction[i] = e->zero_fraction;
+}
+
+/* Word w of an edge's set as the edge sees it (complemented on the right). */
+static uint32_t
+edge_set_word(const TsModel *m, const TsEdge *e, int64_t w)
+{
+	const uint32_t *set = m->cat_pool + e->cat_set;
+	int64_t		nbits = set[0];
+	uint32_t	word;
+
+	if (w * 32 >= nbits)
+		word = set[1] ? ~0u : 0u;
+	else
+	{
+		word = set[2 + w];
+		if (nbits - w * 32 < 32)	/* bits past the set's end take the outside value */
+			word = (word & ((1u << (nbits - w * 32)) - 1u)) |
+				(set[1] ? ~0u << (nbits - w * 32) : 0u);
+	}
+	return e->right ? ~word : word;
+}
+
+/*
+ * Intersect the category sets of the edges of one feature into a new set in
+ * the table's pool; returns its offset, or -1 when no edge is categorical.
+ */
+static int32_t
+merge_sets(TsPathBuilder *b, const TsEdge *edges, int32_t n)
+{
+	TsPathTable *pt = b->pt;
+	const TsModel *m = b->model;
+	uint32_t	nbits = 0;
+	bool		any = false;
+	bool		others = true;
+	int64_t		offset = pt->cat_pool_len;
+	int64_t		len;
+
+	for (int32_t i = 0; i < n; i++)
+		if (edges[i].cat_set >= 0)
+		{
+			const uint32_t *set = m->cat_pool + edges[i].cat_set;
+
+			any = true;
+			nbits = set[0] > nbits ? set[0] : nbits;
+			others = others && ((set[1] != 0) != edges[i].right);
+		}
+	if (!any)
+		return -1;
+	len = ts_catset_len(nbits);
+	if (offset + len > b->pool_cap)
+	{
+		b->pool_cap = (offset + len) * 2;
+		pt->cat_pool = ts_realloc(pt->cat_pool, (size_t) b->pool_cap * sizeof(uint32_t));
+	}
+	pt->cat_pool[offset] = nbits;
+	pt->cat_pool[offset + 1] = others ? 1 : 0;
+	for (int64_t w = 0; w < len - 2; w++)
+	{
+		uint32_t	word = ~0u;
+
+		for (int32_t i = 0; i < n; i++)
+			if (edges[i].cat_set >= 0)
+				word &= edge_set_word(m, &edges[i], w);
+		pt->cat_pool[offset + 2 + w] = word;
+	}
+	pt->cat_pool_len = offset + len;
+	return (int32_t) offset;
 }
 
 /*
@@ -85,12 +158,15 @@ emit_path(TsPathBuilder *b, TsEdge *edges, int32_t nedges, int32_t tree, int32_t
 	int64_t		start = pt->num_elements;
 	double		reach = 1.0;
 
+	const TsEdge root = {-1, -INFINITY, INFINITY, 1, -1, false, 1.0};
+
 	qsort(edges, (size_t) nedges, sizeof(TsEdge), edge_cmp);
 	reserve(b, nedges + 1);
-	push_element(pt, -1, -INFINITY, INFINITY, 1, 1.0);
+	push_element(pt, &root, -1);
 	for (int32_t i = 0; i < nedges; i++)
 	{
 		TsEdge		e = edges[i];
+		int32_t		first = i;
 
 		while (i + 1 < nedges && edges[i + 1].feature == e.feature)
 		{
@@ -100,7 +176,7 @@ emit_path(TsPathBuilder *b, TsEdge *edges, int32_t nedges, int32_t tree, int32_t
 			e.missing &= edges[i].missing;
 			e.zero_fraction *= edges[i].zero_fraction;
 		}
-		push_element(pt, e.feature, e.lower, e.upper, e.missing, e.zero_fraction);
+		push_element(pt, &e, merge_sets(b, edges + first, i - first + 1));
 		reach *= e.zero_fraction;
 	}
 	pt->path_start[pt->num_paths] = start;
@@ -124,8 +200,11 @@ make_edge(const TsModel *m, int64_t base, int32_t p, int32_t c)
 	double		pc = m->cover[base + p];
 
 	e.feature = m->split_feature[base + p];
-	e.lower = is_left ? -INFINITY : thr;
-	e.upper = is_left ? thr : INFINITY;
+	e.cat_set = m->cat_set[base + p];
+	e.right = !is_left;
+	/* a categorical edge leaves the interval open: its set decides */
+	e.lower = is_left || e.cat_set >= 0 ? -INFINITY : thr;
+	e.upper = !is_left || e.cat_set >= 0 ? INFINITY : thr;
 	e.missing = (uint8_t) (m->default_left[base + p] == is_left);
 	/* a node nobody reached in training gives its children no weight */
 	e.zero_fraction = pc > 0.0 ? m->cover[base + c] / pc : 0.0;
@@ -173,6 +252,7 @@ ts_paths_build(const TsModel *m)
 	pt->num_features = m->num_features;
 	pt->num_outputs = m->num_outputs;
 	pt->bias = ts_alloc0((size_t) m->num_outputs * sizeof(double));
+	b.model = m;
 	b.pt = pt;
 	reserve(&b, 1);
 	pt->path_start[0] = 0;
@@ -204,6 +284,8 @@ ts_paths_free(TsPathTable *pt)
 	ts_free(pt->lower);
 	ts_free(pt->upper);
 	ts_free(pt->missing);
+	ts_free(pt->cat);
+	ts_free(pt->cat_pool);
 	ts_free(pt->zero_fraction);
 	ts_free(pt->bias);
 	ts_free(pt);

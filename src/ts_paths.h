@@ -24,15 +24,33 @@ typedef struct TsPathTable
 	int32_t    *path_tree;		/* tree the leaf belongs to */
 	double	   *path_value;		/* leaf value */
 
-	/* per element: the row satisfies it when lower <= x < upper, or x is missing and missing != 0 */
+	/*
+	 * per element: a missing x satisfies it when missing != 0; a present x
+	 * when lower <= x < upper and, if cat >= 0, x's category is in the set
+	 * at cat_pool + cat
+	 */
 	int32_t    *feature;		/* -1 for the root element */
 	float	   *lower;
 	float	   *upper;
 	uint8_t    *missing;
+	int32_t    *cat;
 	double	   *zero_fraction;	/* product of child cover / parent cover over merged splits */
+
+	uint32_t   *cat_pool;		/* merged category sets (ts_catset.h layout) */
+	int64_t		cat_pool_len;
 
 	double	   *bias;			/* per output: base margin + cover-weighted mean leaf value */
 } TsPathTable;
+
+/* Whether x (NaN = missing) satisfies element e. */
+static inline bool
+ts_paths_satisfied(const TsPathTable *pt, int64_t e, float x)
+{
+	if (x != x)
+		return pt->missing[e] != 0;
+	return x >= pt->lower[e] && x < pt->upper[e] &&
+		(pt->cat[e] < 0 || ts_catset_contains(pt->cat_pool + pt->cat[e], x));
+}
 
 /* Build the path table of a validated model. */
 extern TsPathTable *ts_paths_build(const TsModel *m);

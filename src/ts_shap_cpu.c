@@ -61,13 +61,9 @@ shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, doubl
 	for (int32_t e = 1; e < n; e++)
 	{
 		int64_t		g = start + e;
-		float		x = row[pt->feature[g]];
 
 		z[e] = pt->zero_fraction[g];
-		if (isnan(x))
-			o[e] = pt->missing[g] ? 1.0 : 0.0;
-		else
-			o[e] = (x >= pt->lower[g] && x < pt->upper[g]) ? 1.0 : 0.0;
+		o[e] = ts_paths_satisfied(pt, g, row[pt->feature[g]]) ? 1.0 : 0.0;
 		if (o[e] == 0.0 && z[e] == 0.0)
 			return;
 	}

@@ -1,7 +1,7 @@
 /*
- * ts_xgboost.c - reader for XGBoost JSON models (as saved by XGBoost 1.7,
- * 2.x and 3.x). Works on the DOM from ts_json.c, so a UBJSON front end can
- * feed the same builder later.
+ * ts_xgboost.c - reader for XGBoost models (as saved by XGBoost 1.7, 2.x and
+ * 3.x) in JSON or UBJSON: both parse to the DOM of ts_json.h, and one
+ * builder turns that into a TsModel.
  */
 #include "ts_json.h"
 #include "ts_model.h"
@@ -139,7 +139,6 @@ read_double_array(const TsJson *tree, int32_t t, const char *key, size_t n, doub
 static bool
 check_tree_supported(const TsJson *tree, int32_t t, size_t n, TsError *err)
 {
-	const TsJson *st = ts_json_get(tree, "split_type");
 	const TsJson *param = ts_json_get(tree, "tree_param");
 	int64_t		leaf_size;
 	int64_t		declared;
@@ -155,20 +154,112 @@ check_tree_supported(const TsJson *tree, int32_t t, size_t n, TsError *err)
 	if (declared != (int64_t) n)
 		return ts_fail(err, TS_ERR_INVALID, "tree %d: num_nodes is %lld but arrays have %zu nodes",
 					   t, (long long) declared, n);
-	if (st != NULL && ts_json_array_len(st) > 0)
-	{
-		if ((st = tree_array(tree, t, "split_type", n, err)) == NULL)
-			return false;
-		for (size_t i = 0; i < n; i++)
-		{
-			double		d;
+	return true;
+}
 
-			if (!array_number(st, i, &d))
-				return ts_fail(err, TS_ERR_INVALID, "tree %d: split_type[%zu] is not a number", t, i);
-			if (d != 0.0)
-				return ts_fail(err, TS_ERR_UNSUPPORTED,
-							   "tree %d uses categorical splits, which are not supported yet", t);
-		}
+/* One node's category list (the categories that go right) as its left set: the complement. */
+static bool
+add_category_split(TsModel *m, const TsJson *cats, size_t seg, size_t size, int64_t node,
+				   int32_t t, TsError *err)
+{
+	double		top = -1.0;
+	int64_t		offset;
+	uint32_t   *set;
+
+	for (size_t i = seg; i < seg + size; i++)
+	{
+		double		c;
+
+		if (!array_number(cats, i, &c) || c != floor(c) || c < 0 || c >= TS_MAX_CATEGORIES)
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d: categories[%zu] is not a category in 0..%d", t, i,
+						   TS_MAX_CATEGORIES - 1);
+		if (c > top)
+			top = c;
+	}
+	offset = ts_model_add_catset(m, (uint32_t) (top + 1.0), true);
+	if (offset < 0)
+		return ts_fail(err, TS_ERR_LIMIT, "model's category sets are too large");
+	set = m->cat_pool + offset;
+	for (uint32_t c = 0; c < set[0]; c++)
+		set[2 + c / 32] |= 1u << (c % 32);
+	for (size_t i = seg; i < seg + size; i++)
+	{
+		double		c;
+
+		array_number(cats, i, &c);
+		set[2 + (uint32_t) c / 32] &= ~(1u << ((uint32_t) c % 32));
+	}
+	m->cat_set[node] = (int32_t) offset;
+	return true;
+}
+
+/* Read one entry of the categories_* arrays: node, segment start and size. */
+static bool
+category_entry(const TsJson *tree, int32_t t, size_t k, size_t n, size_t ncats, size_t *node,
+			   size_t *seg, size_t *size, TsError *err)
+{
+	const char *keys[3] = {"categories_nodes", "categories_segments", "categories_sizes"};
+	double		v[3];
+
+	for (int i = 0; i < 3; i++)
+	{
+		const TsJson *a = ts_json_get(tree, keys[i]);
+
+		if (k >= ts_json_array_len(a) || !array_number(a, k, &v[i]) || v[i] != floor(v[i]) ||
+			v[i] < 0 || v[i] > (double) ncats + n)
+			return ts_fail(err, TS_ERR_INVALID, "tree %d: %s[%zu] is missing or malformed",
+						   t, keys[i], k);
+	}
+	*node = (size_t) v[0];
+	*seg = (size_t) v[1];
+	*size = (size_t) v[2];
+	if (*node >= n || *seg + *size > ncats)
+		return ts_fail(err, TS_ERR_INVALID, "tree %d: category list %zu is out of range", t, k);
+	return true;
+}
+
+/*
+ * Categorical splits: split_type 1 marks them, and categories_nodes,
+ * _segments and _sizes slice each node's list out of "categories".
+ */
+static bool
+read_categories(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, TsError *err)
+{
+	const TsJson *st = ts_json_get(tree, "split_type");
+	const TsJson *cats = ts_json_get(tree, "categories");
+	size_t		nlists = ts_json_array_len(ts_json_get(tree, "categories_nodes"));
+
+	for (size_t i = 0; i < n; i++)
+		m->cat_set[base + i] = -1;
+	if (st == NULL || ts_json_array_len(st) == 0)
+		return true;
+	if ((st = tree_array(tree, t, "split_type", n, err)) == NULL)
+		return false;
+	if (nlists > 0 && (cats == NULL || (cats->type != TSJ_NUMARRAY && cats->type != TSJ_ARRAY)))
+		return ts_fail(err, TS_ERR_INVALID, "tree %d: \"categories\" must be an array", t);
+	for (size_t k = 0; k < nlists; k++)
+	{
+		size_t		node = 0,
+					seg = 0,
+					size = 0;
+
+		if (!category_entry(tree, t, k, n, ts_json_array_len(cats), &node, &seg, &size, err))
+			return false;
+		if (m->cat_set[base + node] != -1)
+			return ts_fail(err, TS_ERR_INVALID, "tree %d node %zu has two category lists", t, node);
+		if (!add_category_split(m, cats, seg, size, base + (int64_t) node, t, err))
+			return false;
+	}
+	for (size_t i = 0; i < n; i++)
+	{
+		double		d;
+
+		if (!array_number(st, i, &d) || (d != 0.0 && d != 1.0))
+			return ts_fail(err, TS_ERR_INVALID, "tree %d: split_type[%zu] is not 0 or 1", t, i);
+		if ((d == 1.0) != (m->cat_set[base + i] != -1))
+			return ts_fail(err, TS_ERR_INVALID,
+						   "tree %d node %zu: split_type and the category lists disagree", t, i);
 	}
 	return true;
 }
@@ -184,6 +275,7 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, dou
 	if (tree->type != TSJ_OBJECT)
 		return ts_fail(err, TS_ERR_INVALID, "tree %d is not an object", t);
 	if (!check_tree_supported(tree, t, n, err) ||
+		!read_categories(m, tree, t, base, n, err) ||
 		!read_int_array(tree, t, "left_children", n, m->left + base, err) ||
 		!read_int_array(tree, t, "right_children", n, m->right + base, err) ||
 		!read_int_array(tree, t, "split_indices", n, m->split_feature + base, err) ||
@@ -214,6 +306,11 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, dou
 		{
 			m->threshold[base + i] = 0.0f;
 			m->leaf_value[base + i] = c * weight;
+		}
+		else if (m->cat_set[base + i] != -1)
+		{
+			m->threshold[base + i] = 0.0f;	/* unused: the category set decides */
+			m->leaf_value[base + i] = 0.0;
 		}
 		else
 		{
@@ -472,6 +569,9 @@ alloc_nodes(TsModel *m)
 	m->default_left = ts_alloc(n * sizeof(uint8_t));
 	m->leaf_value = ts_alloc(n * sizeof(double));
 	m->cover = ts_alloc(n * sizeof(double));
+	m->cat_set = ts_alloc(n * sizeof(int32_t));
+	for (size_t i = 0; i < n; i++)
+		m->cat_set[i] = -1;
 }
 
 /* Build a model from a parsed XGBoost JSON document. */
@@ -503,17 +603,17 @@ build_model(TsModel *m, const TsJson *root, TsError *err)
 	return ok && ts_model_validate(m, err);
 }
 
-/* Parse, build and validate; on failure everything is freed. */
-TsModel *
-ts_xgboost_json_read(const char *buf, size_t len, TsError *err)
+/* Build from a parsed document; on failure everything is freed. */
+static TsModel *
+model_from_doc(TsJsonDoc *doc, const char *format, TsError *err)
 {
-	TsJsonDoc  *doc = ts_json_parse(buf, len, err);
 	TsModel    *m;
 
 	if (doc == NULL)
 		return NULL;
 	m = ts_alloc0(sizeof(TsModel));
-	m->format = "xgboost-json";
+	m->format = format;
+	m->link_scale = 1.0;
 	if (!build_model(m, ts_json_root(doc), err))
 	{
 		ts_model_free(m);
@@ -521,4 +621,18 @@ ts_xgboost_json_read(const char *buf, size_t len, TsError *err)
 	}
 	ts_json_free(doc);
 	return m;
+}
+
+/* Parse, build and validate an XGBoost JSON model. */
+TsModel *
+ts_xgboost_json_read(const char *buf, size_t len, TsError *err)
+{
+	return model_from_doc(ts_json_parse(buf, len, err), "xgboost-json", err);
+}
+
+/* Parse, build and validate an XGBoost UBJSON model. */
+TsModel *
+ts_xgboost_ubj_read(const char *buf, size_t len, TsError *err)
+{
+	return model_from_doc(ts_ubjson_parse(buf, len, err), "xgboost-ubj", err);
 }

@@ -20,11 +20,11 @@
 
 /* Parse one CSV line of num_features values into row. */
 static void
-parse_row(char *line, float *row, int32_t num_features)
+parse_row(char *line, float *row, const TsModel *m)
 {
 	char	   *s = line;
 
-	for (int32_t j = 0; j < num_features; j++)
+	for (int32_t j = 0; j < m->num_features; j++)
 	{
 		char	   *end;
 		double		d = strtod(s, &end);
@@ -36,6 +36,7 @@ parse_row(char *line, float *row, int32_t num_features)
 		else
 			s++;
 	}
+	ts_model_prepare_row(m, row);
 }
 
 /* Run contribs or margin over every CSV line. */
@@ -55,7 +56,7 @@ run_rows(const TsModel *m, const char *csv, bool contribs)
 		return 2;
 	while (getline(&line, &cap, f) > 0)
 	{
-		parse_row(line, row, m->num_features);
+		parse_row(line, row, m);
 		if (contribs)
 		{
 			ts_shap_row(pt, row, phi, scratch);
