@@ -48,6 +48,9 @@ endif
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies: rebuild every object when a header changes.
+$(OBJS): $(wildcard src/*.h) cuda/ts_cuda.h
+
 cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 

@@ -1,7 +1,9 @@
--- Load fixture :f (model, rows, XGBoost's reference) into the model catalog
--- and the temp tables made by setup.sql. Paths are relative to the project root.
-\set model `cat test/fixtures/:f.json`
-SELECT 1 FROM treeshap.load_model(:'f', convert_to(:'model', 'UTF8'), replace => true) \g /dev/null
+-- Load fixture :f (model, rows, the library's reference) into the model
+-- catalog and the temp tables made by setup.sql. The model is NAME.json,
+-- NAME.ubj or NAME.txt (read as base64: UBJSON is binary). Paths are
+-- relative to the project root.
+\set model `base64 -w0 $(ls test/fixtures/:f.json test/fixtures/:f.ubj test/fixtures/:f.txt 2>/dev/null)`
+SELECT 1 FROM treeshap.load_model(:'f', decode(:'model', 'base64'), replace => true) \g /dev/null
 \set rows `cat test/fixtures/:f.data.csv`
 INSERT INTO fx_data
 SELECT :'f', p[1]::bigint, p[2]::float8[]

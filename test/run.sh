@@ -30,9 +30,9 @@ make -s -C test/core >/dev/null
 /usr/bin/python3 test/core/fuzz_core.py || status=1
 
 echo "== bin packing (NF, FFD, BFD) of every fixture, checked under AddressSanitizer"
-for f in test/fixtures/*.json; do
+for f in test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt; do
   out=$(test/core/build/ts_cli_asan pack "$f") || { echo "invalid packing: $f"; echo "$out"; status=1; }
 done
-echo "packings checked: $(ls test/fixtures/*.json | wc -l) fixtures x 3 algorithms"
+echo "packings checked: $(ls test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt | wc -l) fixtures x 3 algorithms"
 
 exit $status

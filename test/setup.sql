@@ -15,7 +15,9 @@ CREATE TEMP TABLE fx_expected (fixture text, id bigint, output int, margin float
                                contribs float8[]);
 CREATE TEMP TABLE fx_list (fixture text PRIMARY KEY);
 INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'), ('dart'),
-    ('poisson'), ('long'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3');
+    ('poisson'), ('long'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3'),
+    ('lgb_reg'), ('lgb_binary'), ('lgb_multiclass'), ('lgb_zero'), ('lgb_none'), ('lgb_rf'),
+    ('xgb_reg_ubj'), ('xgb_cat_ubj'), ('xgb_cat_multi');
 
 \set f reg
 \ir load_fixture.sql
@@ -40,6 +42,24 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f multiclass_v3
 \ir load_fixture.sql
 \set f dart_v3
+\ir load_fixture.sql
+\set f lgb_reg
+\ir load_fixture.sql
+\set f lgb_binary
+\ir load_fixture.sql
+\set f lgb_multiclass
+\ir load_fixture.sql
+\set f lgb_zero
+\ir load_fixture.sql
+\set f lgb_none
+\ir load_fixture.sql
+\set f lgb_rf
+\ir load_fixture.sql
+\set f xgb_reg_ubj
+\ir load_fixture.sql
+\set f xgb_cat_ubj
+\ir load_fixture.sql
+\set f xgb_cat_multi
 \ir load_fixture.sql
 
 -- equal up to the last digits, where the CPU and GPU engines may differ

@@ -1,10 +1,11 @@
--- 800 randomly mutated copies of fixture models go through load_model (and,
--- when one loads, through explain and predict). Every failure must be a
--- clean ERROR of a documented class; afterwards the server is up, the
+-- 800 randomly mutated copies of XGBoost JSON fixtures, 600 of an XGBoost
+-- UBJSON fixture and 600 of a LightGBM text fixture go through load_model
+-- (and, when one loads, through explain and predict). Every failure must be
+-- a clean ERROR of a documented class; afterwards the server is up, the
 -- session usable and the catalog unchanged.
 BEGIN;
 \ir setup.sql
-SELECT plan(5);
+SELECT plan(9);
 CREATE TEMP TABLE catalog_before AS SELECT name, version FROM treeshap.model_store;
 CREATE TEMP TABLE outcome (kind int, sqlstate text);
 
@@ -47,6 +48,46 @@ BEGIN
     END CASE;
 END $$;
 
+-- LightGBM text: one hostile token in a random "key=values" line, or a line dropped or doubled
+CREATE FUNCTION pg_temp.mutate_lines(b bytea) RETURNS bytea LANGUAGE plpgsql AS $$
+DECLARE
+    lines text[] := string_to_array(convert_from(b, 'UTF8'), E'\n');
+    i int := 1 + floor(random() * array_length(lines, 1))::int;
+    toks text[];
+    hostile text[] := ARRAY['-1','0','1','7','-7','1e308','nan','inf','-inf','2147483648','-2147483649',
+                            '99999999','','x','1.5','-0','4294967296','15','8','1e-45'];
+BEGIN
+    CASE floor(random() * 4)::int
+    WHEN 0 THEN lines := lines[1:i - 1] || lines[i + 1:];
+    WHEN 1 THEN lines := lines[1:i] || lines[i:];
+    ELSE
+        IF position('=' IN lines[i]) > 0 THEN
+            toks := string_to_array(split_part(lines[i], '=', 2), ' ');
+            toks[1 + floor(random() * coalesce(array_length(toks, 1), 1))::int] :=
+                hostile[1 + floor(random() * array_length(hostile, 1))::int];
+            lines[i] := split_part(lines[i], '=', 1) || '=' || array_to_string(toks, ' ');
+        END IF;
+    END CASE;
+    RETURN convert_to(array_to_string(lines, E'\n'), 'UTF8');
+END $$;
+
+-- one mutant of a UBJSON or LightGBM fixture through load, explain and predict
+CREATE FUNCTION pg_temp.try_mutant(src text, k int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    m bytea := treeshap.model_bytes(src);
+BEGIN
+    m := CASE WHEN k < 4 THEN pg_temp.mutate(m, k) ELSE pg_temp.mutate_lines(m) END;
+    BEGIN
+        PERFORM treeshap.load_model('fuzz_target', m, replace => true);
+        PERFORM count(*) FROM treeshap.explain_shap_wide('fuzz_target',
+                    pg_temp.fx_query(src) || ' AND id <= 20');
+        PERFORM count(*) FROM treeshap.predict('fuzz_target', pg_temp.fx_query(src) || ' AND id <= 20');
+        INSERT INTO outcome VALUES (100 + k, 'loaded');
+    EXCEPTION WHEN OTHERS THEN
+        INSERT INTO outcome VALUES (100 + k, SQLSTATE);
+    END;
+END $$;
+
 CREATE FUNCTION pg_temp.fuzz(rounds int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     src text;
@@ -73,6 +114,13 @@ END $$;
 
 SELECT lives_ok('SELECT pg_temp.fuzz(800)', '800 mutated models went through load_model');
 SELECT cmp_ok((SELECT count(*) FROM outcome), '>=', 500::bigint, 'at least 500 mutants were tried');
+SELECT lives_ok($$SELECT pg_temp.try_mutant('xgb_cat_ubj', floor(random() * 4)::int)
+                    FROM generate_series(1, 600)$$, '600 mutated UBJSON models went through load_model');
+SELECT lives_ok($$SELECT pg_temp.try_mutant('lgb_multiclass', floor(random() * 6)::int)
+                    FROM generate_series(1, 600)$$, '600 mutated LightGBM models went through load_model');
+SELECT cmp_ok((SELECT count(*) FROM outcome WHERE kind >= 100), '=', 1200::bigint,
+              'every UBJSON and LightGBM mutant was tried');
+SELECT lives_ok($$SELECT treeshap.drop_model('fuzz_target', if_exists => true)$$, 'the fuzz target drops');
 SELECT is((SELECT array_agg(DISTINCT sqlstate ORDER BY sqlstate) FROM outcome
             WHERE sqlstate NOT IN ('loaded', '22P02', '22023', '0A000', '54000', '42703', '42804', '22P05', '22021')),
           NULL, 'every refusal is a documented class of error');
@@ -80,7 +128,8 @@ SELECT set_eq('SELECT name, version FROM treeshap.model_store', 'SELECT * FROM c
               'the catalog is unchanged');
 SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('multiclass', pg_temp.fx_query('multiclass'))),
           800::bigint, 'the session and server still work');
-SELECT diag(format('fuzz outcomes: %s', (SELECT string_agg(format('%s=%s', sqlstate, c), ', ' ORDER BY c DESC)
-             FROM (SELECT sqlstate, count(*) c FROM outcome GROUP BY 1) q)));
+SELECT diag(format('fuzz outcomes (%s): %s', fmt, string_agg(format('%s=%s', sqlstate, c), ', ' ORDER BY c DESC)))
+  FROM (SELECT CASE WHEN kind < 100 THEN 'json' ELSE 'ubj+lightgbm' END AS fmt, sqlstate, count(*) c
+          FROM outcome GROUP BY 1, 2) q GROUP BY fmt;
 SELECT * FROM finish();
 ROLLBACK;

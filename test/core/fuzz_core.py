@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Feed mutated fixture models to the compute core built with AddressSanitizer
-and UndefinedBehaviorSanitizer (test/core/build/ts_cli_asan). A mutant may be
-refused or accepted; a sanitizer report or a crash fails the run."""
+and UndefinedBehaviorSanitizer (test/core/build/ts_cli_asan): XGBoost JSON,
+XGBoost UBJSON and LightGBM text. A mutant may be refused or accepted; a
+sanitizer report or a crash fails the run."""
 import json
 import os
 import random
@@ -13,10 +14,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures")
 CLI = os.path.join(HERE, "build", "ts_cli_asan")
 HOSTILE = [-1, 0, 1, 2, -7, 99999, 2**31, 1e308, -0.0, "x", None, [], {}, True, 1.5]
+HOSTILE_TOKENS = ["-1", "0", "1", "7", "-7", "1e308", "nan", "inf", "-inf", "2147483648",
+                  "-2147483649", "99999999", "", "x", "1.5", "-0", "4294967296", "15", "8", "1e-45"]
 
 
-def mutate(raw, rng):
-    kind = rng.randrange(6)
+def mutate_bytes(raw, rng, kind):
+    """Overwrite bytes, truncate, delete a span or duplicate one."""
     b = bytearray(raw)
     pos = rng.randrange(len(b))
     if kind == 0:
@@ -27,8 +30,14 @@ def mutate(raw, rng):
         return bytes(b[:pos])
     if kind == 2:
         return bytes(b[:pos] + b[pos + rng.randint(1, 200):])
-    if kind == 3:
-        return bytes(b[:pos] + b[pos:pos + rng.randint(1, 100)] + b[pos:])
+    return bytes(b[:pos] + b[pos:pos + rng.randint(1, 100)] + b[pos:])
+
+
+def mutate(raw, rng):
+    """XGBoost JSON: bytes, or one hostile value in a tree array or learner parameter."""
+    kind = rng.randrange(6)
+    if kind < 4:
+        return mutate_bytes(raw, rng, kind)
     doc = json.loads(raw)
     if kind == 4:
         trees = doc["learner"]["gradient_booster"].get("model") or doc["learner"]["gradient_booster"]["gbtree"]["model"]
@@ -47,27 +56,79 @@ def mutate(raw, rng):
     return json.dumps(doc).encode()
 
 
-def main():
-    rng = random.Random(20261121)
-    sources = [open(os.path.join(FIXTURES, f + ".json"), "rb").read()
-               for f in ("dart", "poisson", "multiclass_v3", "nan")]
-    total = 2000
+def mutate_ubj(raw, rng):
+    """Bytes, or a hostile value in one of the big-endian int64 lengths and counts."""
+    if rng.random() < 0.5:
+        return mutate_bytes(raw, rng, rng.randrange(4))
+    b = bytearray(raw)
+    spots = [i for i in range(len(b) - 9) if b[i] == ord("L") and b[i + 1] == 0]
+    i = rng.choice(spots)
+    value = rng.choice([0, 1, 7, 2**31, 2**62, 2**63 - 1, 2**64 - 1, len(b), len(b) * 8])
+    b[i + 1:i + 9] = value.to_bytes(8, "big")
+    return bytes(b)
+
+
+def mutate_lightgbm(raw, rng):
+    """Bytes, or one hostile token in a "key=values" line, or a line dropped or doubled."""
+    if rng.random() < 0.3:
+        return mutate_bytes(raw, rng, rng.randrange(4))
+    lines = raw.decode().split("\n")
+    i = rng.randrange(len(lines))
+    kind = rng.randrange(4)
+    if kind == 0:
+        del lines[i]
+    elif kind == 1:
+        lines.insert(i, lines[i])
+    elif "=" in lines[i]:
+        key, vals = lines[i].split("=", 1)
+        toks = vals.split(" ")
+        toks[rng.randrange(len(toks))] = str(rng.choice(HOSTILE_TOKENS))
+        lines[i] = key + "=" + " ".join(toks)
+    return "\n".join(lines).encode()
+
+
+def run_mutants(name, mutants):
+    """Load every mutant through the sanitised CLI; (accepted, failure output or None)."""
+    accepted = 0
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
-        for i in range(total):
-            path = os.path.join(tmp, f"m{i}.json")
+        for i, data in enumerate(mutants):
+            path = os.path.join(tmp, f"m{i}")
             with open(path, "wb") as f:
-                f.write(mutate(sources[i % len(sources)], rng))
+                f.write(data)
             paths.append(path)
-        accepted = 0
-        for start in range(0, total, 200):
-            res = subprocess.run([CLI, "load"] + paths[start:start + 200], capture_output=True, text=True)
+        for start in range(0, len(paths), 200):
+            res = subprocess.run([CLI, "load"] + paths[start:start + 200], capture_output=True, text=True,
+                                 errors="replace")
             if res.returncode not in (0, 1) or "Sanitizer" in res.stderr or "runtime error" in res.stderr:
-                print(res.stderr[-3000:])
-                print("0 passed, 1 failed")
-                return 1
+                return accepted, f"{name}: " + res.stderr[-3000:]
             accepted += res.stdout.count("\nok ") + res.stdout.startswith("ok ")
-    print(f"core fuzz: {total} mutants, {accepted} accepted, {total - accepted} refused, no sanitizer reports")
+    return accepted, None
+
+
+def main():
+    rng = random.Random(20261121)
+
+    def source(name):
+        with open(os.path.join(FIXTURES, name), "rb") as f:
+            return f.read()
+
+    json_sources = [source(f + ".json") for f in ("dart", "poisson", "multiclass_v3", "nan")]
+    ubj_sources = [source("xgb_cat_ubj.ubj"), source("xgb_reg_ubj.ubj")]
+    lgb_sources = [source(f + ".txt") for f in ("lgb_multiclass", "lgb_binary", "lgb_rf")]
+    runs = [
+        ("json", [mutate(json_sources[i % 4], rng) for i in range(2000)]),
+        ("ubjson", [mutate_ubj(ubj_sources[i % 2], rng) for i in range(1000)]),
+        ("lightgbm", [mutate_lightgbm(lgb_sources[i % 3], rng) for i in range(1000)]),
+    ]
+    for name, mutants in runs:
+        accepted, failure = run_mutants(name, mutants)
+        if failure is not None:
+            print(failure)
+            print("0 passed, 1 failed")
+            return 1
+        print(f"core fuzz ({name}): {len(mutants)} mutants, {accepted} accepted, "
+              f"{len(mutants) - accepted} refused, no sanitizer reports")
     print("1 passed, 0 failed")
     return 0
 

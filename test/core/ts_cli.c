@@ -39,6 +39,31 @@ parse_row(char *line, float *row, const TsModel *m)
 	ts_model_prepare_row(m, row);
 }
 
+/* Predict and explain a few rows of edge values (under the sanitisers, for the fuzz run). */
+static void
+exercise(const TsModel *m, const TsPathTable *pt)
+{
+	const float values[] = {NAN, 0.0f, -0.5f, 1.5f, 3.0f, 1e9f, -1.0f, 1e-36f};
+	size_t		width = (size_t) m->num_outputs * (size_t) (m->num_features + 1);
+	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
+	double	   *phi = malloc(sizeof(double) * width);
+	double	   *margin = malloc(sizeof(double) * (size_t) m->num_outputs);
+	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+
+	for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++)
+	{
+		for (int32_t j = 0; j < m->num_features; j++)
+			row[j] = values[(v + (size_t) j) % (sizeof(values) / sizeof(values[0]))];
+		ts_model_prepare_row(m, row);
+		ts_model_predict_margin(m, row, margin);
+		ts_shap_row(pt, row, phi, scratch);
+	}
+	free(row);
+	free(phi);
+	free(margin);
+	free(scratch);
+}
+
 /* Run contribs or margin over every CSV line. */
 static int
 run_rows(const TsModel *m, const char *csv, bool contribs)
@@ -159,6 +184,7 @@ main(int argc, char **argv)
 			{
 				TsPathTable *pt = ts_paths_build(m);
 
+				exercise(m, pt);
 				printf("ok %s trees=%d leaves=%lld paths=%lld\n", argv[i], m->num_trees,
 					   (long long) m->num_leaves, (long long) pt->num_paths);
 				ts_paths_free(pt);
