@@ -421,16 +421,22 @@ set_rule(TsModel *m, int32_t feature, TsInputRule rule, bool *seen, TsError *err
 
 /*
  * "x <= t" on doubles as "x < threshold" on float32: the threshold is the
- * float after the largest float <= t, exact for every float32 input.
+ * float after the largest float <= t, exact for every float32 input. From
+ * FLT_MAX up (LightGBM writes "inf" for "every present value") it is +inf:
+ * inputs are clamped to FLT_MAX, so all go left.
  */
 static bool
 float_threshold(double t, int32_t tree, int32_t node, float *out, TsError *err)
 {
 	float		f;
 
-	if (!(t >= -FLT_MAX && t < FLT_MAX))
-		return ts_fail(err, TS_ERR_UNSUPPORTED,
-					   "tree %d node %d: threshold %g is outside float range", tree, node, t);
+	if (isnan(t))
+		return ts_fail(err, TS_ERR_INVALID, "tree %d node %d: threshold is NaN", tree, node);
+	if (t >= FLT_MAX)
+	{
+		*out = INFINITY;
+		return true;
+	}
 	f = (float) t;
 	if ((double) f > t)
 		f = nextafterf(f, -INFINITY);

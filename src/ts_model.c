@@ -139,9 +139,10 @@ validate_tree(TsModel *m, int32_t t, uint8_t *seen, int32_t *stack, int32_t *dep
 		if (m->cat_set[g] != -1 && !ts_catset_valid(m->cat_pool, m->cat_pool_len, m->cat_set[g]))
 			return ts_fail(err, TS_ERR_INVALID,
 						   "tree %d node %d has a malformed category set", t, i);
-		if (m->cat_set[g] == -1 && !isfinite(m->threshold[g]))
+		/* +inf is a threshold every present value passes (inputs are clamped to FLT_MAX) */
+		if (m->cat_set[g] == -1 && !(m->threshold[g] > -INFINITY))
 			return ts_fail(err, TS_ERR_INVALID,
-						   "tree %d node %d has a non-finite split threshold", t, i);
+						   "tree %d node %d has a NaN or -inf split threshold", t, i);
 		if (m->default_left[g] > 1)
 			return ts_fail(err, TS_ERR_INVALID, "tree %d node %d has default_left not 0 or 1", t, i);
 		seen[l] = seen[r] = 1;

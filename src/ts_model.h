@@ -2,7 +2,8 @@
  * ts_model.h - an in-memory tree ensemble, independent of the file format it
  * came from. Node arrays of all trees are stored back to back; child indices
  * are local to their tree. Split semantics are XGBoost's: a present value x
- * goes left when (float) x < threshold; a missing value follows default_left.
+ * goes left when (float) x < threshold (+inf admits every value: inputs are
+ * clamped to FLT_MAX); a missing value follows default_left.
  * A categorical node instead sends x left when its category is in the
  * node's left set (ts_catset.h). Readers whose library treats inputs
  * differently (LightGBM's zero-as-missing, say) record a per-feature input

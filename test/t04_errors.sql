@@ -61,7 +61,8 @@ SELECT throws_like($$SELECT pg_temp.try_load(pg_temp.mut('{learner,feature_names
 SELECT throws_ok($$SELECT pg_temp.try_load(pg_temp.mut('{learner,gradient_booster,name}', '"gblinear"'))$$,
                  '0A000', NULL, 'gblinear is not supported');
 SELECT throws_like($$SELECT pg_temp.try_load(pg_temp.tree_mut('split_type', 0, '1'))$$,
-                   '%categorical splits%', 'categorical splits are refused, not misread');
+                   '%split_type and the category lists disagree%',
+                   'a categorical split without its category list is refused, not misread');
 SELECT throws_ok($$SELECT treeshap.load_model('x', NULL)$$, '22004', NULL, 'NULL bytes');
 SELECT throws_ok($$SELECT treeshap.load_model('', (SELECT b FROM pg_temp.base))$$, '22023', NULL, 'empty name');
 
