@@ -544,22 +544,6 @@ copy_tree(TsModel *m, const LgbNodes *n, int32_t tree, int64_t base, double scal
 	return true;
 }
 
-/* Allocate the node arrays for the model's trees. */
-static void
-alloc_nodes(TsModel *m)
-{
-	size_t		n = (size_t) m->num_nodes + 1;
-
-	m->left = ts_alloc(n * sizeof(int32_t));
-	m->right = ts_alloc(n * sizeof(int32_t));
-	m->split_feature = ts_alloc(n * sizeof(int32_t));
-	m->threshold = ts_alloc(n * sizeof(float));
-	m->default_left = ts_alloc(n * sizeof(uint8_t));
-	m->leaf_value = ts_alloc(n * sizeof(double));
-	m->cover = ts_alloc(n * sizeof(double));
-	m->cat_set = ts_alloc(n * sizeof(int32_t));
-}
-
 /* Tree offsets and outputs; sizes come from each tree's num_leaves. */
 static bool
 index_trees(TsModel *m, const LgbTree *trees, int32_t ntrees, TsError *err)
@@ -603,7 +587,7 @@ build_model(TsModel *m, LgbText *text, TsError *err)
 		index_trees(m, trees, ntrees, err);
 	if (ok)
 	{
-		alloc_nodes(m);
+		ts_model_alloc_nodes(m);
 		m->base_margin = ts_alloc0((size_t) m->num_outputs * sizeof(double));
 		m->input_rule = ts_alloc0((size_t) m->num_features);
 		seen = ts_alloc0((size_t) m->num_features * sizeof(bool));

@@ -36,6 +36,24 @@ ts_model_read(const char *buf, size_t len, TsError *err)
 	return NULL;
 }
 
+/* Allocate the flat node arrays for m->num_nodes nodes; no node is categorical yet. */
+void
+ts_model_alloc_nodes(TsModel *m)
+{
+	size_t		n = (size_t) m->num_nodes + 1;
+
+	m->left = ts_alloc(n * sizeof(int32_t));
+	m->right = ts_alloc(n * sizeof(int32_t));
+	m->split_feature = ts_alloc(n * sizeof(int32_t));
+	m->threshold = ts_alloc(n * sizeof(float));
+	m->default_left = ts_alloc(n * sizeof(uint8_t));
+	m->leaf_value = ts_alloc(n * sizeof(double));
+	m->cover = ts_alloc(n * sizeof(double));
+	m->cat_set = ts_alloc(n * sizeof(int32_t));
+	for (size_t i = 0; i < n; i++)
+		m->cat_set[i] = -1;
+}
+
 /*
  * Append an empty set of nbits categories (no bit set; others as given) to
  * the pool; returns its offset, or -1 past the size limit.

@@ -91,6 +91,9 @@ extern bool ts_model_validate(TsModel *m, TsError *err);
 /* Release everything ts_model_read allocated. */
 extern void ts_model_free(TsModel *m);
 
+/* Allocate the node arrays for m->num_nodes nodes (readers fill them). */
+extern void ts_model_alloc_nodes(TsModel *m);
+
 /* Append an empty category set to the pool; its offset, or -1 past the limits. */
 extern int64_t ts_model_add_catset(TsModel *m, uint32_t nbits, bool others);
 

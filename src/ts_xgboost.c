@@ -556,24 +556,6 @@ read_tree_index(TsModel *m, const TsJson *model, const TsJson *weight_json, doub
 	return true;
 }
 
-/* Allocate the flat node arrays for m->num_nodes nodes. */
-static void
-alloc_nodes(TsModel *m)
-{
-	size_t		n = (size_t) m->num_nodes + 1;
-
-	m->left = ts_alloc(n * sizeof(int32_t));
-	m->right = ts_alloc(n * sizeof(int32_t));
-	m->split_feature = ts_alloc(n * sizeof(int32_t));
-	m->threshold = ts_alloc(n * sizeof(float));
-	m->default_left = ts_alloc(n * sizeof(uint8_t));
-	m->leaf_value = ts_alloc(n * sizeof(double));
-	m->cover = ts_alloc(n * sizeof(double));
-	m->cat_set = ts_alloc(n * sizeof(int32_t));
-	for (size_t i = 0; i < n; i++)
-		m->cat_set[i] = -1;
-}
-
 /* Build a model from a parsed XGBoost JSON document. */
 static bool
 build_model(TsModel *m, const TsJson *root, TsError *err)
@@ -594,7 +576,7 @@ build_model(TsModel *m, const TsJson *root, TsError *err)
 	{
 		const TsJson *trees = ts_json_get(model, "trees");
 
-		alloc_nodes(m);
+		ts_model_alloc_nodes(m);
 		for (int32_t t = 0; ok && t < m->num_trees; t++)
 			ok = read_tree(m, trees->u.arr.items[t], t, m->tree_offset[t],
 						   (size_t) (m->tree_offset[t + 1] - m->tree_offset[t]), weights[t], err);

@@ -97,7 +97,9 @@ def xgboost_cases(rng):
         names = [f"feat_{j}" for j in range(m)] if rng.random() < 0.5 else None
         types = ["c" if j in cats else "q" for j in range(m)]
         params = {**params, "eta": float(rng.uniform(0.1, 0.5)), "seed": int(rng.integers(1000)),
-                  "nthread": 2, "max_cat_to_onehot": int(rng.choice([1, 64])), "tree_method": "hist"}
+                  "nthread": 2}
+        if cats:    # categorical splits need hist; the others keep the library's default method
+            params.update(tree_method="hist", max_cat_to_onehot=int(rng.choice([1, 64])))
         booster = xgb.train(params, xgb.DMatrix(X[ROWS:], label=y[ROWS:], feature_names=names,
                                                 feature_types=types, enable_categorical=True,
                                                 missing=np.nan), rounds)
