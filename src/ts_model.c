@@ -66,7 +66,11 @@ ts_model_add_catset(TsModel *m, uint32_t nbits, bool others)
 
 	if (nbits > TS_MAX_CATEGORIES || offset + len > TS_MAX_CAT_WORDS)
 		return -1;
-	m->cat_pool = ts_realloc(m->cat_pool, (size_t) (offset + len) * sizeof(uint32_t));
+	if (offset + len > m->cat_pool_cap)
+	{
+		m->cat_pool_cap = (offset + len) * 2;
+		m->cat_pool = ts_realloc(m->cat_pool, (size_t) m->cat_pool_cap * sizeof(uint32_t));
+	}
 	memset(m->cat_pool + offset, 0, (size_t) len * sizeof(uint32_t));
 	m->cat_pool[offset] = nbits;
 	m->cat_pool[offset + 1] = others ? 1 : 0;

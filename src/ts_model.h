@@ -64,6 +64,7 @@ typedef struct TsModel
 
 	uint32_t   *cat_pool;		/* category sets, ts_catset.h layout */
 	int64_t		cat_pool_len;	/* words */
+	int64_t		cat_pool_cap;	/* words allocated (the pool grows by doubling) */
 	uint8_t    *input_rule;		/* per feature TsInputRule; NULL when all are plain */
 
 	char	  **feature_names;	/* NULL when the model carries none */
