@@ -16,8 +16,8 @@ ts_shap_scratch_len(const TsPathTable *pt)
 }
 
 /* Sum of the permutation weights with element (z, o) removed from a path of depth d. */
-static double
-unwound_sum(const double *w, int32_t d, double z, double o)
+double
+ts_shap_unwound_sum(const double *w, int32_t d, double z, double o)
 {
 	double		total = 0.0;
 
@@ -42,21 +42,16 @@ unwound_sum(const double *w, int32_t d, double z, double o)
 }
 
 /*
- * Add one path's contributions. Returns without effect when an element has
- * z = 0 and is not satisfied: every subset then reaches the leaf with weight
- * zero, so all contributions are zero (and the division would be by zero).
+ * Zero and one fractions of path p's elements 1..n-1 for row; returns false
+ * when an element has z = 0 and is not satisfied: every subset then reaches
+ * the leaf with weight zero, so all contributions are zero (and an unwinding
+ * would divide by zero).
  */
-static void
-shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, double *scratch)
+bool
+ts_shap_fractions(const TsPathTable *pt, int64_t p, const float *row, double *z, double *o)
 {
 	int64_t		start = pt->path_start[p];
 	int32_t		n = (int32_t) (pt->path_start[p + 1] - start);
-	int32_t		d = n - 1;
-	double	   *w = scratch;
-	double	   *z = scratch + n;
-	double	   *o = scratch + 2 * n;
-	double		v = pt->path_value[p];
-	double	   *out = phi + (size_t) pt->path_group[p] * (size_t) (pt->num_features + 1);
 
 	for (int32_t e = 1; e < n; e++)
 	{
@@ -65,10 +60,15 @@ shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, doubl
 		z[e] = pt->zero_fraction[g];
 		o[e] = ts_paths_satisfied(pt, g, row[pt->feature[g]]) ? 1.0 : 0.0;
 		if (o[e] == 0.0 && z[e] == 0.0)
-			return;
+			return false;
 	}
+	return true;
+}
 
-	/* EXTEND: the root element (z = o = 1) leaves w = {1} */
+/* EXTEND over elements 1..n-1; the root element (z = o = 1) leaves w = {1}. */
+void
+ts_shap_extend(double *w, const double *z, const double *o, int32_t n)
+{
 	w[0] = 1.0;
 	for (int32_t e = 1; e < n; e++)
 	{
@@ -79,9 +79,25 @@ shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, doubl
 			w[i] = z[e] * w[i] * (e - i) / (e + 1);
 		}
 	}
+}
 
+/* Add one path's contributions. */
+static void
+shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, double *scratch)
+{
+	int64_t		start = pt->path_start[p];
+	int32_t		n = (int32_t) (pt->path_start[p + 1] - start);
+	double	   *w = scratch;
+	double	   *z = scratch + n;
+	double	   *o = scratch + 2 * n;
+	double		v = pt->path_value[p];
+	double	   *out = phi + (size_t) pt->path_group[p] * (size_t) (pt->num_features + 1);
+
+	if (!ts_shap_fractions(pt, p, row, z, o))
+		return;
+	ts_shap_extend(w, z, o, n);
 	for (int32_t e = 1; e < n; e++)
-		out[pt->feature[start + e]] += unwound_sum(w, d, z[e], o[e]) * (o[e] - z[e]) * v;
+		out[pt->feature[start + e]] += ts_shap_unwound_sum(w, n - 1, z[e], o[e]) * (o[e] - z[e]) * v;
 }
 
 /* Add the contributions of the listed paths only (no bias, phi not cleared). */

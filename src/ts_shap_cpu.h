@@ -22,4 +22,9 @@ extern void ts_shap_row(const TsPathTable *pt, const float *row, double *phi, do
 extern void ts_shap_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths,
 							  const float *row, double *phi, double *scratch);
 
+/* Path helpers shared with the interaction values (ts_interactions.c). */
+extern bool ts_shap_fractions(const TsPathTable *pt, int64_t p, const float *row, double *z, double *o);
+extern void ts_shap_extend(double *w, const double *z, const double *o, int32_t n);
+extern double ts_shap_unwound_sum(const double *w, int32_t d, double z, double o);
+
 #endif							/* TS_SHAP_CPU_H */

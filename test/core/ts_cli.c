@@ -2,11 +2,15 @@
  * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
  *   ts_cli contribs MODEL CSV   print pred_contribs rows (outputs x (features+1))
  *   ts_cli margin MODEL CSV     print margins
+ *   ts_cli interactions MODEL CSV [shapley|taylor [F,F...]]
+ *                               print interaction rows (outputs x selected x features)
+ *                               of the listed feature indices, or of all
  *   ts_cli load MODEL...        read each model, print "ok" or the error
  *   ts_cli pack MODEL           pack with NF, FFD and BFD; check every packing is
  *                               valid (each short path once, no bin over 32 lanes)
  * CSV rows hold feature values only; an empty field or "nan" is missing.
  */
+#include "../../src/ts_interactions.h"
 #include "../../src/ts_model.h"
 #include "../../src/ts_pack.h"
 #include "../../src/ts_paths.h"
@@ -105,6 +109,56 @@ run_rows(const TsModel *m, const char *csv, bool contribs)
 	return 0;
 }
 
+/* Interaction rows of every CSV line for a method and a feature list ("all" or "3,0,5"). */
+static int
+run_interactions(const TsModel *m, const char *csv, const char *method, const char *list)
+{
+	TsPathTable *pt = ts_paths_build(m);
+	FILE	   *f = fopen(csv, "r");
+	char	   *line = NULL;
+	size_t		cap = 0;
+	int32_t    *wanted = calloc((size_t) m->num_features + 1, sizeof(int32_t));
+	int32_t		count = 0;
+	TsFeatureSelection *sel;
+	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
+	double	   *out;
+	double	   *scratch = malloc(sizeof(double) * ts_interactions_scratch_len(pt));
+	TsInteractionMethod how = strcmp(method, "taylor") == 0 ? TS_INTERACTION_TAYLOR
+		: TS_INTERACTION_SHAPLEY;
+	size_t		width;
+
+	if (f == NULL)
+		return 2;
+	for (int32_t j = 0; list != NULL && j < m->num_features; j++)
+	{
+		char		key[16];
+
+		snprintf(key, sizeof(key), ",%d,", j);
+		if (strstr(list, key) != NULL)
+			wanted[count++] = j;
+	}
+	sel = ts_selection_make(m->num_features, list != NULL ? wanted : NULL, count);
+	width = (size_t) m->num_outputs * sel->count * m->num_features;
+	out = malloc(sizeof(double) * (width > 0 ? width : 1));
+	while (getline(&line, &cap, f) > 0)
+	{
+		parse_row(line, row, m);
+		ts_interactions_row(pt, row, how, sel, out, scratch);
+		for (size_t i = 0; i < width; i++)
+			printf(i ? ",%.17g" : "%.17g", out[i]);
+		printf("\n");
+	}
+	fclose(f);
+	free(line);
+	free(row);
+	free(out);
+	free(scratch);
+	free(wanted);
+	ts_selection_free(sel);
+	ts_paths_free(pt);
+	return 0;
+}
+
 /* Check one packing's invariants; print its figures. Returns 0 when valid. */
 static int
 check_packing(const TsPathTable *pt, TsPackAlgo algo)
@@ -199,7 +253,7 @@ main(int argc, char **argv)
 		}
 		return bad > 0 ? 1 : 0;
 	}
-	if (argc == 4)
+	if (argc >= 4 && argc <= 6)
 	{
 		size_t		len;
 		char	   *buf = ts_tool_read_file(argv[2], &len);
@@ -212,11 +266,15 @@ main(int argc, char **argv)
 			fprintf(stderr, "error: %s\n", err.message);
 			return 1;
 		}
-		rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0);
+		if (strcmp(argv[1], "interactions") == 0)
+			rc = run_interactions(m, argv[3], argc > 4 ? argv[4] : "shapley",
+								  argc > 5 ? argv[5] : NULL);
+		else
+			rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0);
 		ts_model_free(m);
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs|margin MODEL CSV | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs|margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }
