@@ -69,6 +69,26 @@ typedef enum TsGpuPrecision
 	TS_GPU_FLOAT32 = 1
 } TsGpuPrecision;
 
+/* What a run computes per batch. */
+typedef enum TsGpuJobKind
+{
+	TS_GPU_JOB_SHAP = 0,		/* per row: outputs x (features + 1), bias last */
+	TS_GPU_JOB_SHAPLEY_INTERACTIONS = 1,	/* per row: outputs x selected x features, raw terms */
+	TS_GPU_JOB_TAYLOR_INTERACTIONS = 2, /* (src/ts_interactions.h says what "raw" means) */
+	TS_GPU_JOB_IMPORTANCE = 3	/* per batch: outputs x features sums of |phi|, then of phi */
+} TsGpuJobKind;
+
+typedef struct TsGpuJob
+{
+	TsGpuJobKind kind;
+	const int32_t *feature_slot;	/* interactions: per feature, its selected row or -1 */
+	int32_t		selected;		/* interactions: number of selected features */
+} TsGpuJob;
+
+/* Doubles a job's result holds for a batch of nrows rows. */
+size_t		ts_gpu_job_result_len(const TsGpuJob *job, int32_t num_outputs, int32_t num_features,
+								  int32_t nrows);
+
 /* A packed path table as the host hands it over. */
 typedef struct TsGpuTableDesc
 {
@@ -93,11 +113,11 @@ void		ts_gpu_table_free(TsGpuTable *table);
 /*
  * Two slots of pinned host and device buffers for batches of up to max_rows
  * rows, each with its own stream, so one batch computes while the caller
- * fills the other.
+ * fills the other. The job is copied; NULL means SHAP values.
  */
 TsGpuStatus ts_gpu_runner_create(const TsGpuTable *table, int32_t max_rows,
-								 TsGpuPrecision precision, TsGpuRunner **out,
-								 char *msg, size_t msglen);
+								 TsGpuPrecision precision, const TsGpuJob *job,
+								 TsGpuRunner **out, char *msg, size_t msglen);
 
 /* Pinned row-major float32 input of a slot (max_rows x num_features, NaN = missing). */
 float	   *ts_gpu_runner_input(TsGpuRunner *runner, int slot);
@@ -107,8 +127,9 @@ TsGpuStatus ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows,
 								 char *msg, size_t msglen);
 
 /*
- * Wait for a slot's batch; *phi then points at nrows x outputs x (features + 1)
- * doubles in pred_contribs layout (bias last), valid until the slot's next submit.
+ * Wait for a slot's batch; *phi then points at its result (for SHAP, nrows x
+ * outputs x (features + 1) doubles in pred_contribs layout, bias last),
+ * valid until the slot's next submit.
  */
 TsGpuStatus ts_gpu_runner_wait(TsGpuRunner *runner, int slot, double **phi,
 							   char *msg, size_t msglen);
@@ -120,13 +141,13 @@ TsGpuStatus ts_gpu_runner_poll(TsGpuRunner *runner, int slot, char *msg, size_t 
 void		ts_gpu_runner_free(TsGpuRunner *runner);
 
 /*
- * Benchmark: time the device work of explaining nrows rows already on the GPU
- * (zeroing, SHAP kernel, finalising), best of reps runs, in seconds; also
- * returns the contributions of the last run into phi when phi is not NULL.
+ * Benchmark: time the device work of a job (NULL: SHAP) over nrows rows
+ * already on the GPU (zeroing, kernels, finalising), best of reps runs, in
+ * seconds; also returns the last run's result into phi when phi is not NULL.
  */
 TsGpuStatus ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
-							   TsGpuPrecision precision, int reps, double *seconds,
-							   double *phi, char *msg, size_t msglen);
+							   TsGpuPrecision precision, const TsGpuJob *job, int reps,
+							   double *seconds, double *phi, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

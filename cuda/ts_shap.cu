@@ -45,6 +45,8 @@ struct TsGpuRunner
 	const TsGpuTable *table;
 	int32_t		max_rows;
 	TsGpuPrecision precision;
+	TsGpuJob	job;			/* feature_slot points at dev_slot */
+	int32_t    *dev_slot;		/* interactions: per feature, selected row or -1 */
 	TsGpuSlot	slot[2];
 };
 
@@ -126,36 +128,21 @@ satisfies(const TsGpuLane &e, const float *row, const uint32_t *__restrict__ cat
 	return e.lower <= x && x < e.upper && (e.cat < 0 || category_in(cats + e.cat, x));
 }
 
-/*
- * Explain up to kRowsTogether rows with one bin: per path, EXTEND leaves lane
- * r of the path holding permutation weight w[r]; UNWOUNDSUM then gives each
- * lane its element's share, reading the path's weights from the warp's
- * shared buffer (one load where a double shuffle takes two). Loops run to
- * the longest path in the warp, so every shuffle has all 32 lanes.
- * Contributions go to global memory as int64 reductions (RED, no return).
- */
+/* Per-row state of a lane while a warp carries kRowsTogether rows through a path. */
+template <typename Real>
+struct RowState
+{
+	Real		o[kRowsTogether];	/* the lane's element satisfied */
+	unsigned	ones[kRowsTogether];	/* ballot of satisfied lanes */
+	bool		live[kRowsTogether];	/* row exists and its path has no dead element */
+};
+
+/* Test the lane's element against rows first_row.. (missing rows count as satisfied). */
 template <typename Real>
 __device__ __forceinline__ void
-explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int first_row,
-			 int nrows, int32_t num_features, size_t row_stride, const uint32_t *cats, const Real *rcp,
-			 Real (*w_shared)[TS_GPU_LANES], double scale, unsigned long long *acc)
+row_state(RowState<Real> &st, const TsGpuLane &e, const float *rows, int first_row, int nrows,
+		  int32_t num_features, const uint32_t *cats, unsigned path_mask, bool empty, Real z)
 {
-	const int	first = e.first;
-	const int	d = e.len - 1;
-	const int	rank = lane - first;
-	const bool	empty = e.feature == TS_GPU_LANE_EMPTY;
-	const Real	z = (Real) e.zero_fraction;
-	const Real	d1 = Real(d + 1);
-	const Real	d1_over_z = z != Real(0) ? d1 / z : Real(0);
-	const Real	z_over_d1 = z * rcp[d + 1];
-	const unsigned path_mask = e.len == 32 ? kFullMask : ((1u << e.len) - 1u) << first;
-	Real		o[kRowsTogether];
-	Real		w[kRowsTogether];
-	Real		next[kRowsTogether];
-	Real		total[kRowsTogether];
-	unsigned	ones[kRowsTogether];
-	bool		live[kRowsTogether];
-
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
 	{
@@ -164,24 +151,34 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 		bool		sat = !valid || satisfies(e, rows + (size_t) r * num_features, cats);
 		unsigned	dead = __ballot_sync(kFullMask, !sat && !empty && z == Real(0));
 
-		o[k] = sat ? Real(1) : Real(0);
-		ones[k] = __ballot_sync(kFullMask, sat);
+		st.o[k] = sat ? Real(1) : Real(0);
+		st.ones[k] = __ballot_sync(kFullMask, sat);
 		/* an unsatisfied element with zero cover fraction zeroes its whole path */
-		live[k] = valid && (dead & path_mask) == 0;
-		w[k] = rank == 0 ? Real(1) : Real(0);
-		total[k] = Real(0);
+		st.live[k] = valid && (dead & path_mask) == 0;
 	}
+}
 
-	/*
-	 * EXTEND by the path's elements 1..d in lane order:
-	 * w[r] <- (w[r] z (depth - r) + w[r-1] o r) / (depth + 1), with the
-	 * row-independent factors formed once per step for all rows.
-	 */
+/*
+ * EXTEND by the path's elements 1..d in lane order, lane r ending with
+ * permutation weight w[r]: w[r] <- (w[r] z (depth - r) + w[r-1] o r) / (depth + 1),
+ * with the row-independent factors formed once per step for all rows. The
+ * element at rank cond (0: none) takes fractions z = 1, o = cond_one: a dummy
+ * (Shapley interactions) or a player that never joins (Shapley-Taylor).
+ */
+template <typename Real>
+__device__ __forceinline__ void
+extend(Real (&w)[kRowsTogether], const RowState<Real> &st, Real z, int first, int d, int rank,
+	   int maxlen, int cond, bool cond_one, const Real *rcp)
+{
+#pragma unroll
+	for (int k = 0; k < kRowsTogether; k++)
+		w[k] = rank == 0 ? Real(1) : Real(0);
 	for (int depth = 1; depth < maxlen; depth++)
 	{
 		int			src = first + min(depth, d);
+		bool		is_cond = depth == cond;
 		Real		nz = __shfl_sync(kFullMask, z, src);
-		Real		keep = nz * Real(depth - rank) * rcp[depth + 1];
+		Real		keep = (is_cond ? Real(1) : nz) * Real(depth - rank) * rcp[depth + 1];
 		Real		shift = rank == 0 || depth > d ? Real(0) : Real(rank) * rcp[depth + 1];
 		bool		active = depth <= d;
 
@@ -189,13 +186,31 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 		for (int k = 0; k < kRowsTogether; k++)
 		{
 			Real		left = __shfl_up_sync(kFullMask, w[k], 1);
-			Real		grown = w[k] * keep + (((ones[k] >> src) & 1u) ? left * shift : Real(0));
+			bool		one = is_cond ? cond_one : ((st.ones[k] >> src) & 1u) != 0;
+			Real		grown = w[k] * keep + (one ? left * shift : Real(0));
 
 			w[k] = active ? grown : w[k];
 		}
 	}
+}
 
-	/* UNWOUNDSUM of the lane's own element, the weights read from shared memory */
+/*
+ * UNWOUNDSUM of the lane's own element over a path of depth d, the weights
+ * read from the warp's shared buffer (one load where a double shuffle takes
+ * two). Loops run to the longest path in the warp, so every shuffle has all
+ * 32 lanes.
+ */
+template <typename Real>
+__device__ __forceinline__ void
+unwound_sums(Real (&total)[kRowsTogether], const Real (&w)[kRowsTogether], const RowState<Real> &st,
+			 Real z, int first, int d, int lane, int maxlen, const Real *rcp,
+			 Real (*w_shared)[TS_GPU_LANES])
+{
+	const Real	d1 = Real(d + 1);
+	const Real	d1_over_z = z != Real(0) ? d1 / z : Real(0);
+	const Real	z_over_d1 = z * rcp[d + 1];
+	Real		next[kRowsTogether];
+
 	__syncwarp();				/* the previous rows' readers are done */
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
@@ -203,7 +218,10 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 	__syncwarp();
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
+	{
 		next[k] = w_shared[k][first + d];
+		total[k] = Real(0);
+	}
 	for (int i = maxlen - 2; i >= 0; i--)
 	{
 		int			src = first + min(i, d);
@@ -219,40 +237,172 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 		{
 			Real		wi = w_shared[k][src];
 			Real		tmp = next[k] * up;
-			bool		one = o[k] != Real(0);
+			bool		one = st.o[k] != Real(0);
 
 			total[k] += one ? (active ? tmp : Real(0)) : wi * unsat;
 			next[k] = one && active ? wi - tmp * down : next[k];
 		}
 	}
+}
 
+/* Add value * scale, rounded to int64 fixed point, to one accumulator (RED, no return). */
+__device__ __forceinline__ void
+add_fixed(unsigned long long *acc, double value, double scale)
+{
+	/* the conversion rounds and saturates */
+	long long	q = __double2ll_rn(value * scale);
+
+	if (q != 0)
+		atomicAdd(acc, (unsigned long long) q);
+}
+
+/* Where the lanes of one bin write: row stride and the selection of interaction rows. */
+struct Target
+{
+	unsigned long long *acc;	/* row first_row's accumulators */
+	size_t		row_stride;
+	int32_t		num_features;
+	const int32_t *slot;		/* interactions: per feature, selected row or -1 */
+	int32_t		selected;
+};
+
+/* SHAP values of up to kRowsTogether rows with one bin: phi = total (o - z) v. */
+template <typename Real>
+__device__ __forceinline__ void
+explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int first_row,
+			 int nrows, const uint32_t *cats, const Real *rcp,
+			 Real (*w_shared)[TS_GPU_LANES], double scale, const Target &out)
+{
+	const int	d = e.len - 1;
+	const int	rank = lane - e.first;
+	const bool	empty = e.feature == TS_GPU_LANE_EMPTY;
+	const Real	z = (Real) e.zero_fraction;
+	const unsigned path_mask = e.len == 32 ? kFullMask : ((1u << e.len) - 1u) << e.first;
+	RowState<Real> st;
+	Real		w[kRowsTogether];
+	Real		total[kRowsTogether];
+
+	row_state(st, e, rows, first_row, nrows, out.num_features, cats, path_mask, empty, z);
+	extend(w, st, z, e.first, d, rank, maxlen, 0, false, rcp);
+	unwound_sums(total, w, st, z, e.first, d, lane, maxlen, rcp, w_shared);
 	if (empty || rank == 0)
 		return;
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
-	{
-		/* phi = total (o - z) v, in fixed point; the conversion rounds and saturates */
-		long long	q = __double2ll_rn((double) total[k] * ((double) o[k] - e.zero_fraction) *
-									   e.value * scale);
+		if (st.live[k])
+			add_fixed(out.acc + (size_t) (first_row + k) * out.row_stride +
+					  (size_t) e.group * out.num_features + e.feature,
+					  (double) total[k] * ((double) st.o[k] - e.zero_fraction) * e.value, scale);
+}
 
-		if (live[k] && q != 0)
-			atomicAdd(acc + (size_t) (first_row + k) * row_stride +
-					  (size_t) e.group * num_features + e.feature,
-					  (unsigned long long) q);
+/* Product of the zero fractions of the lane's path, its own element left out. */
+template <typename Real>
+__device__ __forceinline__ Real
+others_zero_product(Real z, int first, int d, int rank, int maxlen)
+{
+	Real		prod = Real(1);
+
+	for (int r = 1; r < maxlen; r++)
+	{
+		Real		zr = __shfl_sync(kFullMask, z, first + min(r, d));
+
+		prod *= r <= d && r != rank ? zr : Real(1);
+	}
+	return prod;
+}
+
+/*
+ * Interaction terms of up to kRowsTogether rows with one bin. The diagonal
+ * gets the SHAP value (Shapley) or v (o - z) prod z of the other elements
+ * (Taylor) of every selected element; then, for each rank c of the paths,
+ * the path's element c is conditioned and every other lane adds its share
+ * to row c's entry for its own feature.
+ */
+template <typename Real, bool kTaylor>
+__device__ __forceinline__ void
+interaction_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int first_row,
+				 int nrows, const uint32_t *cats, const Real *rcp,
+				 Real (*w_shared)[TS_GPU_LANES], double scale, const Target &out)
+{
+	const int	d = e.len - 1;
+	const int	rank = lane - e.first;
+	const bool	empty = e.feature == TS_GPU_LANE_EMPTY;
+	const bool	element = !empty && rank > 0;
+	const Real	z = (Real) e.zero_fraction;
+	const unsigned path_mask = e.len == 32 ? kFullMask : ((1u << e.len) - 1u) << e.first;
+	const int	my_slot = element ? __ldg(out.slot + e.feature) : -1;
+	const size_t group_base = (size_t) e.group * out.selected;
+	RowState<Real> st;
+	Real		w[kRowsTogether];
+	Real		total[kRowsTogether];
+
+	row_state(st, e, rows, first_row, nrows, out.num_features, cats, path_mask, empty, z);
+	if (kTaylor)
+	{
+		Real		others = others_zero_product(z, e.first, d, rank, maxlen);
+
+#pragma unroll
+		for (int k = 0; k < kRowsTogether; k++)
+			total[k] = others;
+	}
+	else
+	{
+		extend(w, st, z, e.first, d, rank, maxlen, 0, false, rcp);
+		unwound_sums(total, w, st, z, e.first, d, lane, maxlen, rcp, w_shared);
+	}
+	if (my_slot >= 0)
+#pragma unroll
+		for (int k = 0; k < kRowsTogether; k++)
+			if (st.live[k])
+				add_fixed(out.acc + (size_t) (first_row + k) * out.row_stride +
+						  (group_base + my_slot) * out.num_features + e.feature,
+						  (double) total[k] * ((double) st.o[k] - e.zero_fraction) * e.value, scale);
+
+	for (int c = 1; c < maxlen; c++)
+	{
+		const int	c_lane = e.first + min(c, d);
+		const int	c_slot = __shfl_sync(kFullMask, my_slot, c_lane);
+		const double c_zero = __shfl_sync(kFullMask, e.zero_fraction, c_lane);
+		const bool	writes = element && c <= d && rank != c && c_slot >= 0;
+
+		/* the whole warp runs the DP when any path's element c is selected */
+		if (!__any_sync(kFullMask, c <= d && c_slot >= 0))
+			continue;
+		extend(w, st, z, e.first, d, rank, maxlen, c, !kTaylor, rcp);
+		unwound_sums(total, w, st, z, e.first, d, lane, maxlen, rcp, w_shared);
+#pragma unroll
+		for (int k = 0; k < kRowsTogether; k++)
+		{
+			double		c_on = (double) ((st.ones[k] >> c_lane) & 1u);
+			double		factor = (kTaylor ? 1.0 : 0.5) * (c_on - c_zero);
+
+			if (writes && st.live[k] && factor != 0.0)
+				add_fixed(out.acc + (size_t) (first_row + k) * out.row_stride +
+						  (group_base + c_slot) * out.num_features + e.feature,
+						  (double) total[k] * ((double) st.o[k] - e.zero_fraction) * e.value * factor,
+						  scale);
+		}
 	}
 }
+
+/* The kernels' per-bin work. */
+enum class Mode
+{
+	kShap,
+	kShapley,
+	kTaylor
+};
 
 /*
  * One block: a tile of rows times a slice of bins; each warp takes every
  * kWarps-th bin of the slice and explains the whole tile with it.
  */
-template <typename Real, bool kStageX>
+template <typename Real, bool kStageX, Mode kMode>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSM)
 shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins,
 			const uint32_t *__restrict__ cats, const float *__restrict__ x,
-			int32_t nrows, int32_t num_features, int32_t num_outputs, int rows_per_block,
-			int64_t row_tiles, int64_t bins_per_block, double scale,
-			unsigned long long *__restrict__ acc)
+			int32_t nrows, int32_t num_features, int rows_per_block,
+			int64_t row_tiles, int64_t bins_per_block, double scale, Target out)
 {
 	extern __shared__ __align__(8) unsigned char shared[];
 	__shared__ Real rcp[TS_GPU_LANES + 2];
@@ -261,7 +411,6 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins,
 	const int64_t bin_lo = (blockIdx.x / row_tiles) * bins_per_block;
 	const int64_t bin_hi = min(num_bins, bin_lo + bins_per_block);
 	const int	nr = (int) min((int64_t) rows_per_block, (int64_t) nrows - row0);
-	const size_t row_stride = (size_t) num_outputs * num_features;
 	float	   *x_shared = (float *) shared;
 	const int	lane = threadIdx.x & 31;
 	const int	warp = threadIdx.x / 32;
@@ -275,16 +424,23 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins,
 
 	{
 		const float *rows = kStageX ? x_shared : x + row0 * num_features;
-		unsigned long long *out = acc + row0 * row_stride;
+		Target		tile = out;
 
+		tile.acc = out.acc + row0 * out.row_stride;
 		for (int64_t bin = bin_lo + warp; bin < bin_hi; bin += kWarps)
 		{
 			const TsGpuLane e = lanes[bin * TS_GPU_LANES + lane];
 			const int	maxlen = __reduce_max_sync(kFullMask, e.len);
 
 			for (int r = 0; r < nr; r += kRowsTogether)
-				explain_rows<Real>(e, lane, maxlen, rows, r, nr, num_features, row_stride, cats, rcp,
-								   w_shared[warp], scale, out);
+			{
+				if (kMode == Mode::kShap)
+					explain_rows<Real>(e, lane, maxlen, rows, r, nr, cats, rcp, w_shared[warp],
+									   scale, tile);
+				else
+					interaction_rows<Real, kMode == Mode::kTaylor>(e, lane, maxlen, rows, r, nr, cats,
+																	rcp, w_shared[warp], scale, tile);
+			}
 		}
 	}
 }
@@ -309,57 +465,160 @@ finalize_kernel(const unsigned long long *__restrict__ acc, const double *__rest
 	}
 }
 
-template <typename Real, bool kStageX>
+/* Fixed point to double, element by element (interaction terms). */
+__global__ void
+to_double_kernel(const unsigned long long *__restrict__ acc, size_t count, double inv_scale,
+				 double *__restrict__ out)
+{
+	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < count;
+		 i += (size_t) gridDim.x * blockDim.x)
+		out[i] = (double) (long long) acc[i] * inv_scale;
+}
+
+/*
+ * Per (output, feature) column, the sums over the batch's rows of |phi| and
+ * of phi: one block per column, rows strided over the threads, then a tree
+ * in shared memory, so the order of additions is fixed and results repeat.
+ */
+__global__ void
+importance_kernel(const unsigned long long *__restrict__ acc, int32_t nrows, size_t columns,
+				  double inv_scale, double *__restrict__ out)
+{
+	__shared__ double abs_sum[kBlockThreads];
+	__shared__ double sum[kBlockThreads];
+	const size_t col = blockIdx.x;
+	double		a = 0.0,
+				s = 0.0;
+
+	for (int32_t r = threadIdx.x; r < nrows; r += blockDim.x)
+	{
+		double		phi = (double) (long long) acc[(size_t) r * columns + col] * inv_scale;
+
+		a += fabs(phi);
+		s += phi;
+	}
+	abs_sum[threadIdx.x] = a;
+	sum[threadIdx.x] = s;
+	__syncthreads();
+	for (int half = blockDim.x / 2; half > 0; half /= 2)
+	{
+		if ((int) threadIdx.x < half)
+		{
+			abs_sum[threadIdx.x] += abs_sum[threadIdx.x + half];
+			sum[threadIdx.x] += sum[threadIdx.x + half];
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+	{
+		out[col] = abs_sum[0];
+		out[columns + col] = sum[0];
+	}
+}
+
+template <typename Real, bool kStageX, Mode kMode>
 void
 launch_shap(const TsGpuTable *t, const LaunchPlan &p, const float *x, int32_t nrows,
-			unsigned long long *acc, cudaStream_t stream)
+			const Target &out, cudaStream_t stream)
 {
-	shap_kernel<Real, kStageX>
+	shap_kernel<Real, kStageX, kMode>
 		<<<(unsigned) p.blocks, kBlockThreads, p.shared_bytes, stream>>>(
-			t->lanes, t->num_bins, t->cat_pool, x, nrows, t->num_features, t->num_outputs, p.rows_per_block,
-			p.row_tiles, p.bins_per_block, t->scale, acc);
+			t->lanes, t->num_bins, t->cat_pool, x, nrows, t->num_features, p.rows_per_block,
+			p.row_tiles, p.bins_per_block, t->scale, out);
+}
+
+template <typename Real, Mode kMode>
+void
+launch_staged(const TsGpuTable *t, const LaunchPlan &p, const float *x, int32_t nrows,
+			  const Target &out, cudaStream_t stream)
+{
+	if (p.stage_x)
+		launch_shap<Real, true, kMode>(t, p, x, nrows, out, stream);
+	else
+		launch_shap<Real, false, kMode>(t, p, x, nrows, out, stream);
 }
 
 template <typename Real>
 void
 launch_variant(const TsGpuTable *t, const LaunchPlan &p, const float *x, int32_t nrows,
-			   unsigned long long *acc, cudaStream_t stream)
+			   const TsGpuJob &job, const Target &out, cudaStream_t stream)
 {
-	if (p.stage_x)
-		launch_shap<Real, true>(t, p, x, nrows, acc, stream);
+	if (job.kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS)
+		launch_staged<Real, Mode::kShapley>(t, p, x, nrows, out, stream);
+	else if (job.kind == TS_GPU_JOB_TAYLOR_INTERACTIONS)
+		launch_staged<Real, Mode::kTaylor>(t, p, x, nrows, out, stream);
 	else
-		launch_shap<Real, false>(t, p, x, nrows, acc, stream);
+		launch_staged<Real, Mode::kShap>(t, p, x, nrows, out, stream);
 }
 
-/* Enqueue the device work of one batch: zero, SHAP kernel, finalise. */
+bool
+is_interaction(const TsGpuJob &job)
+{
+	return job.kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS || job.kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
+}
+
+/* int64 accumulators a job needs per row. */
+size_t
+acc_per_row(const TsGpuTable *t, const TsGpuJob &job)
+{
+	size_t		per_output = (size_t) t->num_features * (is_interaction(job) ? job.selected : 1);
+
+	return per_output * t->num_outputs;
+}
+
+/* Grid of a grid-stride loop over count elements. */
+unsigned
+stride_blocks(size_t count)
+{
+	size_t		blocks = (count + 255) / 256;
+
+	return (unsigned) (blocks < 1 ? 1 : blocks < 65536 ? blocks : 65536);
+}
+
+/*
+ * Enqueue the device work of one batch: zero, the job's kernel, then
+ * finalise into out (SHAP with the bias column, interaction terms, or
+ * importance sums). slot is the device copy of job.feature_slot.
+ */
 cudaError_t
 enqueue_explain(const TsGpuTable *t, const float *x, int32_t nrows, TsGpuPrecision precision,
-				unsigned long long *acc, double *phi, cudaStream_t stream)
+				const TsGpuJob &job, const int32_t *slot, unsigned long long *acc, double *out,
+				cudaStream_t stream)
 {
-	size_t		acc_bytes = (size_t) nrows * t->num_outputs * t->num_features * sizeof(*acc);
-	size_t		phi_count = (size_t) nrows * t->num_outputs * (t->num_features + 1);
+	size_t		acc_count = (size_t) nrows * acc_per_row(t, job);
 	LaunchPlan	p = plan_launch(t, nrows);
+	Target		target = {acc, acc_per_row(t, job), t->num_features, slot, job.selected};
 	cudaError_t rc;
 
 	if (nrows <= 0)
 		return cudaSuccess;
 	if (p.blocks > 0x7fffffffLL)
 		return cudaErrorInvalidConfiguration;
-	rc = cudaMemsetAsync(acc, 0, acc_bytes, stream);
+	rc = cudaMemsetAsync(acc, 0, acc_count * sizeof(*acc), stream);
 	if (rc != cudaSuccess)
 		return rc;
 	if (t->num_bins > 0)
 	{
 		if (precision == TS_GPU_FLOAT32)
-			launch_variant<float>(t, p, x, nrows, acc, stream);
+			launch_variant<float>(t, p, x, nrows, job, target, stream);
 		else
-			launch_variant<double>(t, p, x, nrows, acc, stream);
+			launch_variant<double>(t, p, x, nrows, job, target, stream);
 		rc = cudaGetLastError();
 		if (rc != cudaSuccess)
 			return rc;
 	}
-	finalize_kernel<<<(unsigned) ((phi_count + 255) / 256 < 65536 ? (phi_count + 255) / 256 : 65536), 256, 0, stream>>>(
-		acc, t->bias, nrows, t->num_features, t->num_outputs, 1.0 / t->scale, phi);
+	if (is_interaction(job))
+		to_double_kernel<<<stride_blocks(acc_count), 256, 0, stream>>>(acc, acc_count, 1.0 / t->scale, out);
+	else if (job.kind == TS_GPU_JOB_IMPORTANCE)
+		importance_kernel<<<(unsigned) acc_per_row(t, job), kBlockThreads, 0, stream>>>(
+			acc, nrows, acc_per_row(t, job), 1.0 / t->scale, out);
+	else
+	{
+		size_t		phi_count = (size_t) nrows * t->num_outputs * (t->num_features + 1);
+
+		finalize_kernel<<<stride_blocks(phi_count), 256, 0, stream>>>(
+			acc, t->bias, nrows, t->num_features, t->num_outputs, 1.0 / t->scale, out);
+	}
 	return cudaGetLastError();
 }
 
@@ -405,11 +664,11 @@ pinned_alloc(T **ptr, size_t count)
 
 /* Allocate one slot of a runner. */
 cudaError_t
-slot_create(TsGpuSlot *s, const TsGpuTable *t, int32_t max_rows)
+slot_create(TsGpuSlot *s, const TsGpuTable *t, int32_t max_rows, const TsGpuJob &job)
 {
 	size_t		rows = (size_t) max_rows;
-	size_t		acc = rows * t->num_outputs * t->num_features;
-	size_t		phi = rows * t->num_outputs * (t->num_features + 1);
+	size_t		acc = rows * acc_per_row(t, job);
+	size_t		phi = ts_gpu_job_result_len(&job, t->num_outputs, t->num_features, max_rows);
 	cudaError_t rc;
 
 	if ((rc = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
@@ -440,7 +699,50 @@ slot_free(TsGpuSlot *s)
 	cudaGetLastError();
 }
 
+/* The job, NULL meaning SHAP values; checked against the table. */
+bool
+job_or_default(const TsGpuJob *in, const TsGpuTable *t, TsGpuJob *job, char *msg, size_t msglen)
+{
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, nullptr, 0};
+
+	*job = in != nullptr ? *in : shap;
+	if (is_interaction(*job) &&
+		(job->feature_slot == nullptr || job->selected < 0 || job->selected > t->num_features))
+	{
+		snprintf(msg, msglen, "interaction job without a valid feature selection");
+		return false;
+	}
+	return true;
+}
+
+/* Device copy of an interaction job's feature slots (nullptr otherwise). */
+cudaError_t
+upload_slots(const TsGpuTable *t, const TsGpuJob &job, int32_t **dev_slot)
+{
+	cudaError_t rc;
+
+	*dev_slot = nullptr;
+	if (!is_interaction(job))
+		return cudaSuccess;
+	if ((rc = device_alloc(dev_slot, (size_t) t->num_features)) != cudaSuccess)
+		return rc;
+	return cudaMemcpy(*dev_slot, job.feature_slot, (size_t) t->num_features * sizeof(int32_t),
+					  cudaMemcpyHostToDevice);
+}
+
 }								/* namespace */
+
+extern "C" size_t
+ts_gpu_job_result_len(const TsGpuJob *job, int32_t num_outputs, int32_t num_features, int32_t nrows)
+{
+	size_t		rows = (size_t) (nrows > 0 ? nrows : 0);
+
+	if (job == nullptr || job->kind == TS_GPU_JOB_SHAP)
+		return rows * num_outputs * ((size_t) num_features + 1);
+	if (job->kind == TS_GPU_JOB_IMPORTANCE)
+		return 2 * (size_t) num_outputs * num_features;
+	return rows * num_outputs * (size_t) job->selected * num_features;
+}
 
 extern "C" TsGpuStatus
 ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out, char *msg, size_t msglen)
@@ -500,20 +802,33 @@ ts_gpu_table_free(TsGpuTable *table)
 
 extern "C" TsGpuStatus
 ts_gpu_runner_create(const TsGpuTable *table, int32_t max_rows, TsGpuPrecision precision,
-					 TsGpuRunner **out, char *msg, size_t msglen)
+					 const TsGpuJob *job, TsGpuRunner **out, char *msg, size_t msglen)
 {
 	TsGpuRunner *r = nullptr;
 
 	*out = nullptr;
 	try
 	{
+		cudaError_t rc;
+
 		r = new TsGpuRunner();
 		r->table = table;
 		r->max_rows = max_rows;
 		r->precision = precision;
+		if (!job_or_default(job, table, &r->job, msg, msglen))
+		{
+			delete r;
+			return TS_GPU_ERROR;
+		}
+		if ((rc = upload_slots(table, r->job, &r->dev_slot)) != cudaSuccess)
+		{
+			ts_gpu_runner_free(r);
+			return ts_cuda_status(rc, "uploading the feature selection", msg, msglen);
+		}
+		r->job.feature_slot = r->dev_slot;
 		for (int s = 0; s < 2; s++)
 		{
-			cudaError_t rc = slot_create(&r->slot[s], table, max_rows);
+			rc = slot_create(&r->slot[s], table, max_rows, r->job);
 
 			if (rc != cudaSuccess)
 			{
@@ -545,7 +860,8 @@ ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, si
 		TsGpuSlot  *s = &runner->slot[slot];
 		const TsGpuTable *t = runner->table;
 		size_t		x_bytes = (size_t) nrows * t->num_features * sizeof(float);
-		size_t		phi_bytes = (size_t) nrows * t->num_outputs * (t->num_features + 1) * sizeof(double);
+		size_t		phi_bytes = ts_gpu_job_result_len(&runner->job, t->num_outputs, t->num_features, nrows) *
+			sizeof(double);
 		cudaError_t rc;
 
 		if (nrows < 0 || nrows > runner->max_rows)
@@ -554,7 +870,8 @@ ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, si
 			return TS_GPU_ERROR;
 		}
 		if ((rc = cudaMemcpyAsync(s->dev_x, s->host_x, x_bytes, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess ||
-			(rc = enqueue_explain(t, s->dev_x, nrows, runner->precision, s->dev_acc, s->dev_phi, s->stream)) != cudaSuccess ||
+			(rc = enqueue_explain(t, s->dev_x, nrows, runner->precision, runner->job, runner->dev_slot,
+								  s->dev_acc, s->dev_phi, s->stream)) != cudaSuccess ||
 			(rc = cudaMemcpyAsync(s->host_phi, s->dev_phi, phi_bytes, cudaMemcpyDeviceToHost, s->stream)) != cudaSuccess)
 			return ts_cuda_status(rc, "starting a batch", msg, msglen);
 		return TS_GPU_OK;
@@ -611,6 +928,8 @@ ts_gpu_runner_free(TsGpuRunner *runner)
 			return;
 		slot_free(&runner->slot[0]);
 		slot_free(&runner->slot[1]);
+		cudaFree(runner->dev_slot);
+		cudaGetLastError();
 		delete runner;
 	}
 	catch (...)
@@ -620,28 +939,35 @@ ts_gpu_runner_free(TsGpuRunner *runner)
 
 extern "C" TsGpuStatus
 ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
-				   TsGpuPrecision precision, int reps, double *seconds, double *phi,
-				   char *msg, size_t msglen)
+				   TsGpuPrecision precision, const TsGpuJob *job_in, int reps, double *seconds,
+				   double *phi, char *msg, size_t msglen)
 {
 	TsGpuSlot	s;
+	int32_t    *dev_slot = nullptr;
 
 	memset(&s, 0, sizeof(s));
 	try
 	{
-		size_t		phi_count = (size_t) nrows * table->num_outputs * (table->num_features + 1);
+		TsGpuJob	job;
+		size_t		phi_count;
 		cudaEvent_t start = nullptr,
 					stop = nullptr;
 		cudaError_t rc;
 		float		best = -1.0f;
 
-		if ((rc = device_alloc(&s.dev_x, (size_t) nrows * table->num_features)) != cudaSuccess ||
-			(rc = device_alloc(&s.dev_acc, (size_t) nrows * table->num_outputs * table->num_features)) != cudaSuccess ||
+		if (!job_or_default(job_in, table, &job, msg, msglen))
+			return TS_GPU_ERROR;
+		phi_count = ts_gpu_job_result_len(&job, table->num_outputs, table->num_features, nrows);
+		if ((rc = upload_slots(table, job, &dev_slot)) != cudaSuccess ||
+			(rc = device_alloc(&s.dev_x, (size_t) nrows * table->num_features)) != cudaSuccess ||
+			(rc = device_alloc(&s.dev_acc, (size_t) nrows * acc_per_row(table, job))) != cudaSuccess ||
 			(rc = device_alloc(&s.dev_phi, phi_count)) != cudaSuccess ||
 			(rc = cudaMemcpy(s.dev_x, x, (size_t) nrows * table->num_features * sizeof(float), cudaMemcpyHostToDevice)) != cudaSuccess ||
 			(rc = cudaEventCreate(&start)) != cudaSuccess ||
 			(rc = cudaEventCreate(&stop)) != cudaSuccess)
 		{
 			slot_free(&s);
+			cudaFree(dev_slot);
 			return ts_cuda_status(rc, "preparing the kernel benchmark", msg, msglen);
 		}
 		for (int i = 0; i <= reps && rc == cudaSuccess; i++)
@@ -649,7 +975,7 @@ ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
 			float		ms = 0.0f;
 
 			cudaEventRecord(start, 0);
-			rc = enqueue_explain(table, s.dev_x, nrows, precision, s.dev_acc, s.dev_phi, 0);
+			rc = enqueue_explain(table, s.dev_x, nrows, precision, job, dev_slot, s.dev_acc, s.dev_phi, 0);
 			cudaEventRecord(stop, 0);
 			if (rc == cudaSuccess)
 				rc = cudaEventSynchronize(stop);
@@ -663,14 +989,16 @@ ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
 		cudaEventDestroy(start);
 		cudaEventDestroy(stop);
 		slot_free(&s);
+		cudaFree(dev_slot);
 		if (rc != cudaSuccess)
 			return ts_cuda_status(rc, "running the kernel benchmark", msg, msglen);
-		*seconds = best / 1000.0;
+		*seconds = (reps > 0 ? best : 0.0f) / 1000.0;
 		return TS_GPU_OK;
 	}
 	catch (...)
 	{
 		slot_free(&s);
+		cudaFree(dev_slot);
 		return ts_cuda_unexpected("ts_gpu_time_kernel", msg, msglen);
 	}
 }

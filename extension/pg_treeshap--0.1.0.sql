@@ -123,6 +123,34 @@ RETURNS TABLE (row_key anyelement, output integer, margin double precision,
 AS 'MODULE_PATHNAME', 'treeshap_predict'
 LANGUAGE C VOLATILE;
 
+-- Interaction values: row feature_a of each (row, output)'s matrix for every
+-- selected feature_a (all when features is NULL); the diagonal and every
+-- nonzero entry. method 'shapley' is XGBoost's pred_interactions (rows sum to
+-- the SHAP values); 'taylor' is the Shapley-Taylor index of order 2.
+CREATE FUNCTION treeshap.explain_interactions(model text, query text,
+                                              features text[] DEFAULT NULL,
+                                              method text DEFAULT 'shapley')
+RETURNS TABLE (row_key bigint, output integer, feature_a text, feature_b text,
+               interaction double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_interactions'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_interactions(model text, query text, key_type anyelement,
+                                              features text[] DEFAULT NULL,
+                                              method text DEFAULT 'shapley')
+RETURNS TABLE (row_key anyelement, output integer, feature_a text, feature_b text,
+               interaction double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_interactions'
+LANGUAGE C VOLATILE;
+
+-- Global importance, summed batch by batch: no per-row result is kept. The
+-- query is the same as explain_shap's (its first column, the key, is ignored).
+CREATE FUNCTION treeshap.feature_importance(model text, query text)
+RETURNS TABLE (output integer, feature text, mean_abs_shap double precision,
+               mean_shap double precision, rows bigint)
+AS 'MODULE_PATHNAME', 'treeshap_feature_importance'
+LANGUAGE C VOLATILE;
+
 CREATE FUNCTION treeshap.shap_values(model text, features double precision[])
 RETURNS double precision[]
 AS 'MODULE_PATHNAME', 'treeshap_shap_values'

@@ -100,7 +100,7 @@ bind_key(TsBatchReader *r, TupleDesc desc)
 	Oid			in = getBaseType(TupleDescAttr(desc, 0)->atttypid);
 
 	r->key_in_type = in;
-	if (in == r->key_type || (is_integer_type(in) && is_integer_type(r->key_type)))
+	if (r->key_type == InvalidOid || in == r->key_type || (is_integer_type(in) && is_integer_type(r->key_type)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -181,7 +181,7 @@ convert_key(TsBatchReader *r, Datum d)
 {
 	int64		v;
 
-	if (r->key_in_type == r->key_type)
+	if (r->key_type == InvalidOid || r->key_in_type == r->key_type)
 		return d;
 	v = r->key_in_type == INT2OID ? DatumGetInt16(d) :
 		r->key_in_type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);

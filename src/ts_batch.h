@@ -34,7 +34,10 @@ typedef struct TsBatchReader
 	MemoryContext batch_context;	/* reset before each batch */
 } TsBatchReader;
 
-/* Open a read-only cursor over query; SPI must be connected. */
+/*
+ * Open a read-only cursor over query; SPI must be connected. key_type
+ * InvalidOid takes keys of any type as they come (for callers that ignore them).
+ */
 extern void ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key_type);
 
 /* Fetch and convert the next batch; returns its row count, 0 at the end. */

@@ -7,6 +7,7 @@
 #define TS_GPU_H
 
 #include "../cuda/ts_cuda.h"
+#include "ts_interactions.h"
 #include "ts_pack.h"
 
 typedef struct TsGpuPlan
@@ -36,5 +37,14 @@ extern void ts_gpu_plan_release_device(TsGpuPlan *plan);
  */
 extern void ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, const float *x, int64_t nrows,
 									   double *phi, double *scratch);
+
+/*
+ * The same for interaction terms (nrows x outputs x selected x features), before
+ * ts_interactions_finish; scratch holds ts_interactions_scratch_len doubles.
+ */
+extern void ts_gpu_plan_add_long_interactions(const TsGpuPlan *plan, const float *x, int64_t nrows,
+											  TsInteractionMethod method,
+											  const TsFeatureSelection *sel, double *out,
+											  double *scratch);
 
 #endif							/* TS_GPU_H */

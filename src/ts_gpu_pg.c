@@ -23,6 +23,9 @@ struct TsGpuRun
 	MemoryContextCallback callback;
 	TsGpuPlan  *plan;
 	TsGpuRunner *runner;
+	TsRunSpec	spec;
+	bool		host_importance;	/* importance summed here: long paths need whole rows */
+	double	   *sums;			/* host_importance: the batch's sums */
 	double	   *scratch;		/* for long paths on the CPU */
 };
 
@@ -111,25 +114,51 @@ free_runner(void *arg)
 	run->runner = NULL;
 }
 
-TsGpuRun *
-ts_gpu_run_start(TsCachedModel *entry, int32 max_rows)
+/* The device job of a run. */
+static TsGpuJob
+job_for(const TsRunSpec *spec, bool host_importance)
 {
+	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0};
+
+	if (spec->kind == TS_RUN_INTERACTIONS)
+	{
+		job.kind = spec->method == TS_INTERACTION_TAYLOR ? TS_GPU_JOB_TAYLOR_INTERACTIONS
+			: TS_GPU_JOB_SHAPLEY_INTERACTIONS;
+		job.feature_slot = spec->selection->slot;
+		job.selected = spec->selection->count;
+	}
+	else if (spec->kind == TS_RUN_IMPORTANCE && !host_importance)
+		job.kind = TS_GPU_JOB_IMPORTANCE;
+	return job;
+}
+
+TsGpuRun *
+ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
+{
+	static const TsRunSpec shap = {TS_RUN_SHAP, TS_INTERACTION_SHAPLEY, NULL};
 	char		msg[256] = "";
 	TsGpuPlan  *plan = plan_for(entry);
 	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap gpu run",
 											  ALLOCSET_SMALL_SIZES);
 	TsGpuRun   *run = MemoryContextAllocZero(ctx, sizeof(TsGpuRun));
+	const TsPathTable *pt = entry->paths;
+	TsGpuJob	job;
 	TsGpuStatus rc;
 
 	run->context = ctx;
 	run->plan = plan;
-	run->scratch = MemoryContextAlloc(ctx, sizeof(double) * ts_shap_scratch_len(entry->paths));
+	run->spec = spec != NULL ? *spec : shap;
+	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && plan->packing->num_long > 0;
+	run->sums = MemoryContextAllocZero(ctx, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
+	run->scratch = MemoryContextAlloc(ctx, sizeof(double) *
+									  Max(ts_shap_scratch_len(pt), ts_interactions_scratch_len(pt)));
 	run->callback.func = free_runner;
 	run->callback.arg = run;
 	MemoryContextRegisterResetCallback(ctx, &run->callback);
+	job = job_for(&run->spec, run->host_importance);
 	rc = ts_gpu_runner_create(plan->table, max_rows,
 							  ts_gpu_precision == TS_GPU_PRECISION_SINGLE ? TS_GPU_FLOAT32 : TS_GPU_FLOAT64,
-							  &run->runner, msg, sizeof(msg));
+							  &job, &run->runner, msg, sizeof(msg));
 	if (rc != TS_GPU_OK)
 	{
 		MemoryContextDelete(ctx);
@@ -154,6 +183,37 @@ ts_gpu_run_submit(TsGpuRun *run, int slot, int32 nrows)
 		report_gpu_error(rc, msg);
 }
 
+/* Add what the CPU owes a finished batch: the paths too long for a warp. */
+static double *
+complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
+{
+	const TsPathTable *pt = run->plan->paths;
+
+	switch (run->spec.kind)
+	{
+		case TS_RUN_SHAP:
+			ts_gpu_plan_add_long_paths(run->plan, x, nrows, result, run->scratch);
+			return result;
+		case TS_RUN_INTERACTIONS:
+			ts_gpu_plan_add_long_interactions(run->plan, x, nrows, run->spec.method,
+											  run->spec.selection, result, run->scratch);
+			for (int32 r = 0; r < nrows; r++)
+				ts_interactions_finish(pt->num_outputs, pt->num_features, run->spec.method,
+									   run->spec.selection,
+									   result + (size_t) r * pt->num_outputs *
+									   run->spec.selection->count * pt->num_features);
+			return result;
+		case TS_RUN_IMPORTANCE:
+			if (!run->host_importance)
+				return result;
+			ts_gpu_plan_add_long_paths(run->plan, x, nrows, result, run->scratch);
+			memset(run->sums, 0, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
+			ts_importance_add_rows(result, nrows, pt->num_outputs, pt->num_features, run->sums);
+			return run->sums;
+	}
+	pg_unreachable();
+}
+
 double *
 ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 {
@@ -170,9 +230,7 @@ ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 		rc = ts_gpu_runner_wait(run->runner, slot, &phi, msg, sizeof(msg));
 	if (rc != TS_GPU_OK)
 		report_gpu_error(rc, msg);
-	ts_gpu_plan_add_long_paths(run->plan, ts_gpu_runner_input(run->runner, slot), nrows, phi,
-							   run->scratch);
-	return phi;
+	return complete_batch(run, ts_gpu_runner_input(run->runner, slot), nrows, phi);
 }
 
 void
@@ -191,7 +249,8 @@ gpu_present(void)
 }
 
 TsGpuRun *
-ts_gpu_run_start(TsCachedModel *entry pg_attribute_unused(), int32 max_rows pg_attribute_unused())
+ts_gpu_run_start(TsCachedModel *entry pg_attribute_unused(), int32 max_rows pg_attribute_unused(),
+				 const TsRunSpec *spec pg_attribute_unused())
 {
 	elog(ERROR, "pg_treeshap was built without CUDA");
 	return NULL;

@@ -121,3 +121,23 @@ ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratc
 	for (int32_t k = 0; k < pt->num_outputs; k++)
 		phi[k * width + width - 1] = pt->bias[k];
 }
+
+void
+ts_importance_add_rows(const double *phi, int64_t nrows, int32_t num_outputs, int32_t num_features,
+					   double *sums)
+{
+	size_t		columns = (size_t) num_outputs * num_features;
+
+	for (int64_t r = 0; r < nrows; r++)
+		for (int32_t k = 0; k < num_outputs; k++)
+		{
+			const double *row = phi + ((size_t) r * num_outputs + k) * (num_features + 1);
+			double	   *abs_sum = sums + (size_t) k * num_features;
+
+			for (int32_t j = 0; j < num_features; j++)
+			{
+				abs_sum[j] += fabs(row[j]);
+				abs_sum[columns + j] += row[j];
+			}
+		}
+}

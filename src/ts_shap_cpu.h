@@ -22,6 +22,13 @@ extern void ts_shap_row(const TsPathTable *pt, const float *row, double *phi, do
 extern void ts_shap_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths,
 							  const float *row, double *phi, double *scratch);
 
+/*
+ * Add rows of contributions (nrows x outputs x (features + 1)) to importance
+ * sums: outputs x features sums of |phi|, then outputs x features sums of phi.
+ */
+extern void ts_importance_add_rows(const double *phi, int64_t nrows, int32_t num_outputs,
+								   int32_t num_features, double *sums);
+
 /* Path helpers shared with the interaction values (ts_interactions.c). */
 extern bool ts_shap_fractions(const TsPathTable *pt, int64_t p, const float *row, double *z, double *o);
 extern void ts_shap_extend(double *w, const double *z, const double *o, int32_t n);
