@@ -112,6 +112,22 @@ def time_contribs(xgb, booster, rows, budget=8.0):
     return n, n / run(n)
 
 
+def time_interactions(xgb, booster, rows, budget=10.0, most=200):
+    """Rows/s of pred_interactions on all cores over up to most rows: a probe on
+    one row sizes a run of about budget s (XGBoost takes minutes per 200 rows
+    on the large models)."""
+    def run(n):
+        d = xgb.dmatrix(rows[:n])
+        t0 = time.perf_counter()
+        xgb.pred_interactions(booster, d)
+        dt = time.perf_counter() - t0
+        xgb.free_dmatrix(d)
+        return dt
+    probe = run(1)
+    n = int(min(most, max(1, budget / max(probe, 1e-9))))
+    return n, n / (run(n) if n > 1 else probe)
+
+
 def main():
     data, libdir, work = sys.argv[1:4]
     names = sys.argv[4:] or list(GRID)
@@ -143,11 +159,14 @@ def main():
             for i, r in enumerate(rows32):
                 f.write(str(i) + "," + ",".join("" if np.isnan(v) else repr(float(v)) for v in r) + "\n")
         n, rate = time_contribs(xgb, booster, rows32)
+        inter_n, inter_rate = (time_interactions(xgb, booster, rows32)
+                               if os.environ.get("TS_BENCH_INTERACTIONS") else (None, None))
         xgb.free_booster(booster)
         rec = {"name": name, "dataset": dataset, "rounds": rounds, "depth": depth,
                "train_rows": len(X), "features": X.shape[1], "train_s": train_s,
                "xgboost_version": xgb.version, "xgboost_threads": threads,
-               "xgboost_rows": n, "xgboost_rows_per_s": rate}
+               "xgboost_rows": n, "xgboost_rows_per_s": rate,
+               "xgboost_interaction_rows": inter_n, "xgboost_interaction_rows_per_s": inter_rate}
         with open(os.path.join(work, "results.jsonl"), "a") as f:
             f.write(json.dumps({"kind": "xgboost", **rec}) + "\n")
         print(json.dumps(rec), flush=True)

@@ -80,6 +80,24 @@ def main():
             p = r.get(f"kernel.pack_{a}") or {}
             cells += [f"{p.get('ms', 0):.2f}", f"{p.get('utilisation', 0):.4f}", str(p.get("bins", "-"))]
         out.append(f"| {n} | {r.get('kernel.paths', '-')} | " + " | ".join(cells) + " |")
+    if any("kernel.interactions_rows_per_s" in r for r in recs.values()):
+        out += ["", "## Interaction values and global importance (TS_BENCH_INTERACTIONS=1)", "",
+                "(f) GPU Shapley interaction kernel, double, all features, 200 rows (data on the GPU); "
+                "(g) XGBoost CPU `pred_interactions` on all cores, over as many of the 200 rows as fit "
+                "about 10 s (rows in brackets); deviation: worst |GPU - CPU| / max(1, |entry|) over two "
+                "rows. (h) `feature_importance` end to end over the 10,000 rows, GPU, against (c) "
+                "`explain_shap_wide` over the same rows in the same session.", "",
+                "| model | (f) GPU interactions | (g) XGBoost interactions | (f)/(g) | dev | (h) importance | (c) wide | (h)/(c) |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for n in order:
+            r = recs[n]
+            f = r.get("kernel.interactions_rows_per_s")
+            g = r.get("xgboost.xgboost_interaction_rows_per_s")
+            h = r.get("sql.importance_rows_per_s")
+            c = r.get("sql.importance_wide_rows_per_s")
+            out.append(f"| {n} | {rate(f)} | {rate(g)} ({r.get('xgboost.xgboost_interaction_rows', '-')}) | "
+                       f"{ratio(f, g)} | {r.get('kernel.max_dev_interactions', '-')} | {rate(h)} | "
+                       f"{rate(c)} | {ratio(h, c)} |")
     out += ["", "## Accuracy, determinism and where the end-to-end time goes", "",
             "Deviation: worst |GPU - CPU double path| / max(1, |margin|) over the checked rows. "
             "Deterministic: two kernel runs bitwise identical. Phases: the backend's own "

@@ -6,6 +6,8 @@
 # the kernel (ts_bench) and end-to-end SQL (bench/sql_bench.py), and writes
 # $TS_BENCH_WORK/RESULTS.md (copy it to bench/RESULTS.md).
 #     bench/run.sh [MODEL ...]        default: the whole grid of bench/grid.py
+# TS_BENCH_INTERACTIONS=1 adds interaction values on 200 rows (GPU kernel
+# against XGBoost's CPU pred_interactions) and feature_importance.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${TS_BENCH_WORK:-/tmp/ts_bench}
@@ -25,7 +27,7 @@ chmod -R a+rX "$WORK"
 for name in "${models[@]}"; do
   echo "== $name"
   case $name in *-large) reps=1 check=10 ;; *) reps=3 check=200 ;; esac
-  bench/build/ts_bench "$WORK/$name.json" "$WORK/$name.rows.f32" 10000 $reps $check \
+  bench/build/ts_bench "$WORK/$name.json" "$WORK/$name.rows.f32" 10000 $reps $check ${TS_BENCH_INTERACTIONS:+200} \
     | sed "s/^{/{\"kind\": \"kernel\", \"name\": \"$name\", /" | tee -a "$WORK/results.jsonl"
   python3 bench/sql_bench.py "$WORK" "$name" | tee -a "$WORK/results.jsonl"
 done

@@ -68,6 +68,16 @@ def main():
            "long_rows": long_rows, "long_rows_per_s": long_rows / t[3],
            "gpu_phases": phases[2] if len(phases) > 2 else None}
 
+    if os.environ.get("TS_BENCH_INTERACTIONS"):
+        # global importance against the wide form over the same rows, both warm
+        _, _, t = psql(f"SET treeshap.device = {gpu}", "SET work_mem = '1GB'",
+                       explain("explain_shap_wide", name, table, rows),
+                       explain("feature_importance", name, table, rows),
+                       explain("feature_importance", name, table, rows),
+                       explain("explain_shap_wide", name, table, rows))
+        t = t[2:]
+        rec.update({"importance_rows_per_s": rows / t[2], "importance_wide_rows_per_s": rows / t[3]})
+
     # CPU path: a probe on 5 rows sizes a run of about 8 s
     _, _, t = psql("SET treeshap.device = cpu", "SET work_mem = '1GB'",
                    explain("explain_shap_wide", name, table, 1), explain("explain_shap_wide", name, table, 5))

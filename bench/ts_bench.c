@@ -1,15 +1,18 @@
 /*
  * ts_bench.c - kernel-level benchmark of the compute core on a GPU machine,
  * without PostgreSQL:
- *   ts_bench MODEL.json ROWS.f32 NROWS [REPS] [CHECK_ROWS]
+ *   ts_bench MODEL.json ROWS.f32 NROWS [REPS] [CHECK_ROWS] [INTERACTION_ROWS]
  * ROWS.f32 holds NROWS x num_features float32 values, row-major, NaN missing.
  * Prints one JSON object: model shape; for NF/FFD/BFD the packing time,
  * utilisation and bins; kernel-only rows/s (data already on the GPU) in
  * double and single precision; the worst deviation from the CPU double path
  * over CHECK_ROWS rows, relative to max(1, |margin|); and whether two runs
- * gave bitwise-identical output.
+ * gave bitwise-identical output. With INTERACTION_ROWS, also the Shapley
+ * interaction kernel (double) over that many rows, checked against the CPU
+ * on two rows, and the feature-importance job over NROWS rows.
  */
 #include "../src/ts_gpu.h"
+#include "../src/ts_interactions.h"
 #include "../src/ts_model.h"
 #include "../src/ts_shap_cpu.h"
 #include "../src/ts_tool.h"
@@ -91,8 +94,8 @@ report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, in
 	char		msg[256] = "";
 	bool		identical;
 
-	if (ts_gpu_time_kernel(plan->table, x, nrows, precision, reps, &seconds, first, msg, sizeof(msg)) != TS_GPU_OK ||
-		ts_gpu_time_kernel(plan->table, x, nrows, precision, 0, &again, second, msg, sizeof(msg)) != TS_GPU_OK)
+	if (ts_gpu_time_kernel(plan->table, x, nrows, precision, NULL, reps, &seconds, first, msg, sizeof(msg)) != TS_GPU_OK ||
+		ts_gpu_time_kernel(plan->table, x, nrows, precision, NULL, 0, &again, second, msg, sizeof(msg)) != TS_GPU_OK)
 	{
 		fprintf(stderr, "ts_bench: %s\n", msg);
 		return 1;
@@ -109,6 +112,58 @@ report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, in
 	return 0;
 }
 
+/*
+ * Time the Shapley interaction kernel over nrows rows (all features selected)
+ * and compare two rows with the CPU; time the importance job over
+ * importance_rows rows.
+ */
+static int
+report_interactions(const TsGpuPlan *plan, const float *x, int32_t nrows, int32_t importance_rows,
+					int reps)
+{
+	const TsPathTable *pt = plan->paths;
+	TsFeatureSelection *sel = ts_selection_make(pt->num_features, NULL, 0);
+	TsGpuJob	job = {TS_GPU_JOB_SHAPLEY_INTERACTIONS, sel->slot, sel->count};
+	TsGpuJob	importance = {TS_GPU_JOB_IMPORTANCE, NULL, 0};
+	size_t		width = (size_t) pt->num_outputs * sel->count * pt->num_features;
+	int32_t		check = nrows < 2 ? nrows : 2;
+	double	   *gpu = malloc(sizeof(double) * width * nrows);
+	double	   *cpu = malloc(sizeof(double) * width);
+	double	   *scratch = malloc(sizeof(double) * ts_interactions_scratch_len(pt));
+	double		seconds = 0.0,
+				imp_seconds = 0.0,
+				worst = 0.0;
+	char		msg[256] = "";
+
+	if (ts_gpu_time_kernel(plan->table, x, nrows, TS_GPU_FLOAT64, &job, reps, &seconds, gpu, msg,
+						   sizeof(msg)) != TS_GPU_OK ||
+		ts_gpu_time_kernel(plan->table, x, importance_rows, TS_GPU_FLOAT64, &importance, reps,
+						   &imp_seconds, NULL, msg, sizeof(msg)) != TS_GPU_OK)
+	{
+		fprintf(stderr, "ts_bench: %s\n", msg);
+		return 1;
+	}
+	ts_gpu_plan_add_long_interactions(plan, x, check, TS_INTERACTION_SHAPLEY, sel, gpu, scratch);
+	for (int32_t r = 0; r < check; r++)
+	{
+		double	   *g = gpu + (size_t) r * width;
+
+		ts_interactions_finish(pt->num_outputs, pt->num_features, TS_INTERACTION_SHAPLEY, sel, g);
+		ts_interactions_row(pt, x + (size_t) r * pt->num_features, TS_INTERACTION_SHAPLEY, sel, cpu,
+							scratch);
+		for (size_t i = 0; i < width; i++)
+			worst = fmax(worst, fabs(g[i] - cpu[i]) / fmax(1.0, fabs(cpu[i])));
+	}
+	printf("\"interactions_rows\": %d, \"interactions_rows_per_s\": %.3f, "
+		   "\"max_dev_interactions\": %.3e, \"importance_rows_per_s\": %.1f, ",
+		   nrows, nrows / seconds, worst, importance_rows / imp_seconds);
+	free(gpu);
+	free(cpu);
+	free(scratch);
+	ts_selection_free(sel);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -121,7 +176,8 @@ main(int argc, char **argv)
 	TsPathTable *pt;
 	TsGpuPlan  *plan;
 	int32_t		nrows,
-				check_rows;
+				check_rows,
+				interaction_rows;
 	int			reps;
 	char		msg[256] = "";
 	double		t0;
@@ -134,6 +190,7 @@ main(int argc, char **argv)
 	nrows = atoi(argv[3]);
 	reps = argc > 4 ? atoi(argv[4]) : 3;
 	check_rows = argc > 5 ? atoi(argv[5]) : 200;
+	interaction_rows = argc > 6 ? atoi(argv[6]) : 0;
 	buf = ts_tool_read_file(argv[1], &len);
 	m = buf ? ts_model_read(buf, len, &err) : NULL;
 	if (m == NULL)
@@ -168,7 +225,9 @@ main(int argc, char **argv)
 	printf("\"long_paths\": %lld, \"rows\": %d, \"check_rows\": %d, ",
 		   (long long) plan->packing->num_long, nrows, check_rows);
 	if (report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_FLOAT64, "double") != 0 ||
-		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_FLOAT32, "single") != 0)
+		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_FLOAT32, "single") != 0 ||
+		(interaction_rows > 0 &&
+		 report_interactions(plan, x, interaction_rows < nrows ? interaction_rows : nrows, nrows, reps) != 0))
 		return 1;
 	printf("\"ok\": true}\n");
 	ts_gpu_plan_release_device(plan);

@@ -1,4 +1,4 @@
-"""Minimal ctypes binding of XGBoost's C API (training, saving, pred_contribs),
+"""Minimal ctypes binding of XGBoost's C API (training, saving, pred_contribs, pred_interactions),
 so the benchmark can use Debian's libxgboost on a machine without the Python
 package. Only the calls the benchmark needs."""
 import ctypes
@@ -58,12 +58,15 @@ class XGBoostLib:
     def save(self, booster, path):
         self.check(self.lib.XGBoosterSaveModel(booster, path.encode()))
 
-    def pred_contribs(self, booster, dmat):
+    def pred_contribs(self, booster, dmat, option_mask=4):
         n = _u64()
         out = ctypes.POINTER(ctypes.c_float)()
-        self.check(self.lib.XGBoosterPredict(booster, dmat, ctypes.c_int(4), ctypes.c_uint(0),
+        self.check(self.lib.XGBoosterPredict(booster, dmat, ctypes.c_int(option_mask), ctypes.c_uint(0),
                                              ctypes.c_int(0), ctypes.byref(n), ctypes.byref(out)))
         return np.ctypeslib.as_array(out, shape=(n.value,)).copy()
+
+    def pred_interactions(self, booster, dmat):
+        return self.pred_contribs(booster, dmat, option_mask=16)
 
     def free_booster(self, b):
         self.lib.XGBoosterFree(b)

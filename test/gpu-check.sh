@@ -36,6 +36,7 @@ echo "== GPU against CPU on every fixture"
 out=$(psql -X -v ON_ERROR_STOP=1 -f test/gpu_compare.sql) || { echo "$out"; status=1; }
 echo "$out" | grep -v '^$'
 echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
+echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
 
 echo "gpu-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

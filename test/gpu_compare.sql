@@ -56,3 +56,37 @@ SELECT format('gpu-compare: %s fixtures, %s rows; worst deviation %s (double ker
               CASE WHEN sum(missing) = 0 AND max(dev_double) <= 1e-5 AND bool_and(bitwise_identical)
                    THEN 'PASS' ELSE 'FAIL' END) AS summary
   FROM per_fixture;
+
+-- interaction values (rows 1-20, both methods, all features): GPU against CPU
+CREATE FUNCTION pg_temp.interactions_all() RETURNS TABLE (fixture text, method text, id bigint,
+                                                         output int, a text, b text, v float8)
+LANGUAGE sql AS $$
+    SELECT f.fixture, m.method, i.row_key, i.output, i.feature_a, i.feature_b, i.interaction
+      FROM fx_list f CROSS JOIN (VALUES ('shapley'), ('taylor')) m(method)
+     CROSS JOIN LATERAL treeshap.explain_interactions(f.fixture,
+                pg_temp.fx_query(f.fixture) || ' AND id <= 20', method => m.method) i
+$$;
+SET treeshap.device = cpu;
+CREATE TEMP TABLE inter_cpu AS SELECT * FROM pg_temp.interactions_all();
+SET treeshap.device = gpu;
+CREATE TEMP TABLE inter_gpu AS SELECT * FROM pg_temp.interactions_all();
+CREATE TEMP TABLE inter_gpu_again AS SELECT * FROM pg_temp.interactions_all();
+
+CREATE TEMP TABLE inter_fixture AS
+SELECT coalesce(c.fixture, g.fixture) AS fixture, coalesce(c.method, g.method) AS method,
+       count(*) AS entries,
+       max(abs(coalesce(g.v, 0) - coalesce(c.v, 0)) / greatest(1, abs(c.v))) AS dev,
+       bool_and(float8send(g.v) IS NOT DISTINCT FROM float8send(a.v)) AS bitwise_identical
+  FROM inter_cpu c
+  FULL JOIN inter_gpu g USING (fixture, method, id, output, a, b)
+  LEFT JOIN inter_gpu_again a ON a.fixture = g.fixture AND a.method = g.method AND a.id = g.id
+        AND a.output = g.output AND a.a = g.a AND a.b = g.b
+ GROUP BY 1, 2;
+
+SELECT format('gpu-compare interactions: %s fixtures x 2 methods, %s entries; worst deviation %s (%s); two runs bitwise identical: %s; %s',
+              count(DISTINCT fixture), sum(entries), to_char(max(dev), '9.99EEEE'),
+              (SELECT fixture || '/' || method FROM inter_fixture ORDER BY dev DESC LIMIT 1),
+              CASE WHEN bool_and(bitwise_identical) THEN 'yes' ELSE 'NO' END,
+              CASE WHEN max(dev) <= 1e-9 AND bool_and(bitwise_identical) THEN 'PASS' ELSE 'FAIL' END)
+       AS summary
+  FROM inter_fixture;
