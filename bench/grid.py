@@ -114,8 +114,8 @@ def time_contribs(xgb, booster, rows, budget=8.0):
 
 def time_interactions(xgb, booster, rows, budget=10.0, most=200):
     """Rows/s of pred_interactions on all cores over up to most rows: a probe on
-    one row sizes a run of about budget s (XGBoost takes minutes per 200 rows
-    on the large models)."""
+    one row per core (XGBoost parallelises over rows) sizes a run of about
+    budget s (XGBoost takes minutes per 200 rows on the large models)."""
     def run(n):
         d = xgb.dmatrix(rows[:n])
         t0 = time.perf_counter()
@@ -123,9 +123,10 @@ def time_interactions(xgb, booster, rows, budget=10.0, most=200):
         dt = time.perf_counter() - t0
         xgb.free_dmatrix(d)
         return dt
-    probe = run(1)
-    n = int(min(most, max(1, budget / max(probe, 1e-9))))
-    return n, n / (run(n) if n > 1 else probe)
+    first = min(most, os.cpu_count())
+    probe = run(first)
+    n = int(min(most, max(first, first * budget / max(probe, 1e-9))))
+    return n, n / (run(n) if n > first else probe)
 
 
 def main():
