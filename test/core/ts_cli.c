@@ -43,7 +43,7 @@ parse_row(char *line, float *row, const TsModel *m)
 	ts_model_prepare_row(m, row);
 }
 
-/* Predict and explain a few rows of edge values (under the sanitisers, for the fuzz run). */
+/* Predict and explain a few rows of edge values, interactions too (under the sanitisers, for the fuzz run). */
 static void
 exercise(const TsModel *m, const TsPathTable *pt)
 {
@@ -52,7 +52,10 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
 	double	   *phi = malloc(sizeof(double) * width);
 	double	   *margin = malloc(sizeof(double) * (size_t) m->num_outputs);
-	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+	double	   *scratch = malloc(sizeof(double) * ts_interactions_scratch_len(pt));
+	TsFeatureSelection *sel = ts_selection_make(m->num_features, NULL, 0);
+	size_t		inter_len = (size_t) m->num_outputs * sel->count * m->num_features;
+	double	   *inter = malloc(sizeof(double) * (inter_len > 0 ? inter_len : 1));
 
 	for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++)
 	{
@@ -61,7 +64,14 @@ exercise(const TsModel *m, const TsPathTable *pt)
 		ts_model_prepare_row(m, row);
 		ts_model_predict_margin(m, row, margin);
 		ts_shap_row(pt, row, phi, scratch);
+		if (inter_len <= 1 << 20)	/* interactions of models up to ~1000 features */
+		{
+			ts_interactions_row(pt, row, TS_INTERACTION_SHAPLEY, sel, inter, scratch);
+			ts_interactions_row(pt, row, TS_INTERACTION_TAYLOR, sel, inter, scratch);
+		}
 	}
+	free(inter);
+	ts_selection_free(sel);
 	free(row);
 	free(phi);
 	free(margin);
