@@ -98,15 +98,20 @@ def covtype_synthetic(_data):
     return {"objective": "multi:softprob", "num_class": 8}, X, y, X[:ROWS]
 
 
+def timed(xgb, predict, rows, n):
+    """Seconds predict(dmatrix) takes over the first n rows."""
+    d = xgb.dmatrix(rows[:n])
+    t0 = time.perf_counter()
+    predict(d)
+    dt = time.perf_counter() - t0
+    xgb.free_dmatrix(d)
+    return dt
+
+
 def time_contribs(xgb, booster, rows, budget=8.0):
     """Rows/s of pred_contribs on all cores: a probe on 200 rows sizes a run of about budget s."""
     def run(n):
-        d = xgb.dmatrix(rows[:n])
-        t0 = time.perf_counter()
-        xgb.pred_contribs(booster, d)
-        dt = time.perf_counter() - t0
-        xgb.free_dmatrix(d)
-        return dt
+        return timed(xgb, lambda d: xgb.pred_contribs(booster, d), rows, n)
     probe = run(200)
     n = int(min(len(rows), max(200, 200 * budget / max(probe, 1e-9))))
     return n, n / run(n)
@@ -117,12 +122,7 @@ def time_interactions(xgb, booster, rows, budget=10.0, most=200):
     one row per core (XGBoost parallelises over rows) sizes a run of about
     budget s (XGBoost takes minutes per 200 rows on the large models)."""
     def run(n):
-        d = xgb.dmatrix(rows[:n])
-        t0 = time.perf_counter()
-        xgb.pred_interactions(booster, d)
-        dt = time.perf_counter() - t0
-        xgb.free_dmatrix(d)
-        return dt
+        return timed(xgb, lambda d: xgb.pred_interactions(booster, d), rows, n)
     first = min(most, os.cpu_count())
     probe = run(first)
     n = int(min(most, max(first, first * budget / max(probe, 1e-9))))
