@@ -163,3 +163,360 @@ RETURNS TABLE (device integer, name text, total_memory bigint, compute_capabilit
                multiprocessors integer)
 AS 'MODULE_PATHNAME', 'treeshap_gpu_info'
 LANGUAGE C VOLATILE;
+
+-- Scheduled explanation jobs --------------------------------------------------
+-- explain_into explains the rows of a source table that its target table does
+-- not yet hold for the model's current version, committing batch by batch.
+-- A target holds one model's explanations; one run per target at a time,
+-- guarded by a session advisory lock (key: 'tshp', hashtext(target)).
+
+CREATE TABLE treeshap.job_store (
+    job           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    model         text NOT NULL,
+    source        text NOT NULL,
+    target        text NOT NULL,
+    layout        text NOT NULL,
+    model_version bigint,
+    state         text NOT NULL DEFAULT 'new'
+                  CHECK (state IN ('new', 'running', 'done', 'failed')),
+    rows_done     bigint NOT NULL DEFAULT 0,
+    rows_total    bigint,
+    batches       bigint NOT NULL DEFAULT 0,
+    runs          bigint NOT NULL DEFAULT 0,
+    started_at    timestamptz,
+    last_batch_at timestamptz,
+    finished_at   timestamptz,
+    error         text,
+    pid           integer,
+    UNIQUE (model, source, target)
+);
+COMMENT ON TABLE treeshap.job_store IS 'one row per explain_into job; written by its helpers only';
+
+-- A run marked running whose backend no longer holds the target's lock was
+-- terminated, crashed or lost its server: it is shown as failed.
+CREATE VIEW treeshap.jobs AS
+SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
+       CASE WHEN j.state = 'running' AND NOT l.held THEN 'failed' ELSE j.state END AS state,
+       j.rows_done, j.rows_total,
+       round((j.rows_done / NULLIF(extract(epoch FROM j.last_batch_at - j.started_at), 0))::numeric, 1)
+           AS rows_per_second,
+       j.batches, j.runs, j.started_at, j.last_batch_at, j.finished_at,
+       CASE WHEN j.state = 'running' AND NOT l.held
+            THEN 'interrupted: the backend running the job ended before it finished'
+            ELSE j.error END AS error,
+       j.pid
+  FROM treeshap.job_store j,
+       LATERAL (SELECT EXISTS (
+           SELECT 1 FROM pg_catalog.pg_locks k
+            WHERE k.locktype = 'advisory' AND k.granted AND k.pid = j.pid
+              AND k.database = (SELECT oid FROM pg_catalog.pg_database
+                                 WHERE datname = pg_catalog.current_database())
+              AND k.classid = 1953720432::oid AND k.objsubid = 2
+              AND k.objid = pg_catalog.hashtext(j.target)::oid) AS held) l;
+COMMENT ON VIEW treeshap.jobs IS 'explain_into jobs: progress of the current or last run';
+
+GRANT SELECT ON treeshap.job_store, treeshap.jobs TO PUBLIC;
+
+/* The job row of (model, source, target), created when missing. */
+CREATE FUNCTION treeshap._job_open(model text, source text, target text, layout text,
+                                   target_is_new boolean)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    other text;
+    id    bigint;
+BEGIN
+    -- the rows of a dropped target are gone: forget who wrote them
+    IF target_is_new THEN
+        DELETE FROM treeshap.job_store j WHERE j.target = _job_open.target;
+    END IF;
+    SELECT j.model INTO other FROM treeshap.job_store j
+     WHERE j.target = _job_open.target AND j.model <> _job_open.model LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'target "%" holds explanations of model "%"', target, other
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'A target holds one model''s explanations; drop it or choose another.';
+    END IF;
+    INSERT INTO treeshap.job_store AS j (model, source, target, layout)
+    VALUES (model, source, target, layout)
+    ON CONFLICT ON CONSTRAINT job_store_model_source_target_key DO NOTHING;
+    SELECT j.job INTO id FROM treeshap.job_store j
+     WHERE (j.model, j.source, j.target) = (_job_open.model, _job_open.source, _job_open.target);
+    RETURN id;
+END
+$$;
+
+/* Mark the job's run started (or a batch committed, or the run ended). */
+CREATE FUNCTION treeshap._job_update(job bigint, event text, rows bigint DEFAULT 0,
+                                     version bigint DEFAULT NULL, error text DEFAULT NULL)
+RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    UPDATE treeshap.job_store j SET
+        state = CASE event WHEN 'start' THEN 'running' WHEN 'batch' THEN j.state
+                           WHEN 'done' THEN 'done' ELSE 'failed' END,
+        model_version = CASE event WHEN 'start' THEN version ELSE j.model_version END,
+        rows_total = CASE event WHEN 'start' THEN rows ELSE j.rows_total END,
+        rows_done = CASE event WHEN 'start' THEN 0 ELSE j.rows_done + rows END,
+        batches = CASE event WHEN 'start' THEN 0 WHEN 'batch' THEN j.batches + 1 ELSE j.batches END,
+        runs = j.runs + (event = 'start')::int,
+        started_at = CASE event WHEN 'start' THEN clock_timestamp() ELSE j.started_at END,
+        last_batch_at = CASE event WHEN 'start' THEN NULL WHEN 'batch' THEN clock_timestamp()
+                                   ELSE j.last_batch_at END,
+        finished_at = CASE WHEN event IN ('done', 'failed') THEN clock_timestamp() END,
+        error = _job_update.error,
+        pid = pg_backend_pid()
+     WHERE j.job = _job_update.job;
+$$;
+
+/* The model's current version, share-locked so it cannot be replaced until commit. */
+CREATE FUNCTION treeshap._model_version_locked(model text)
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT m.version FROM treeshap.model_store m WHERE m.name = _model_version_locked.model FOR SHARE;
+$$;
+
+/* Does the existing target have the columns and unique key explain_into writes? */
+CREATE FUNCTION treeshap._check_target(target regclass, layout text, key_type oid)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    want text[] := CASE layout
+        WHEN 'wide' THEN ARRAY['row_key', 'output', 'base_value', 'shap_values', 'model_version', 'computed_at']
+        ELSE ARRAY['row_key', 'output', 'feature', 'shap_value', 'model_version', 'computed_at'] END;
+    unique_key text[] := CASE layout WHEN 'wide' THEN ARRAY['model_version', 'output', 'row_key']
+        ELSE ARRAY['feature', 'model_version', 'output', 'row_key'] END;
+    missing text;
+BEGIN
+    SELECT string_agg(w, ', ') INTO missing FROM unnest(want) w
+     WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = target
+                          AND a.attname = w AND a.attnum > 0 AND NOT a.attisdropped);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'target % has no column %', target, missing
+              USING ERRCODE = 'invalid_table_definition',
+                    HINT = format('A %s target has the columns %s.', layout, array_to_string(want, ', '));
+    END IF;
+    IF (SELECT atttypid FROM pg_attribute WHERE attrelid = target AND attname = 'row_key') <> key_type THEN
+        RAISE EXCEPTION 'column row_key of target % is not of the source key''s type %',
+                        target, format_type(key_type, NULL)
+              USING ERRCODE = 'invalid_table_definition';
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_index i
+         WHERE i.indrelid = target AND i.indisunique AND i.indpred IS NULL
+           AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
+                 WHERE a.attrelid = target AND a.attnum = ANY (i.indkey)) = unique_key
+           AND cardinality(i.indkey) = cardinality(unique_key)) THEN
+        RAISE EXCEPTION 'target % has no unique key on (%)', target, array_to_string(unique_key, ', ')
+              USING ERRCODE = 'invalid_table_definition',
+                    HINT = 'The unique key is what makes every row land exactly once.';
+    END IF;
+END
+$$;
+
+/* CREATE TABLE statement of a new target. */
+CREATE FUNCTION treeshap._target_ddl(target text, layout text, key_type text, key_collation text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format('CREATE TABLE %s (row_key %s%s NOT NULL, output integer NOT NULL, %s, '
+                  'model_version bigint NOT NULL, computed_at timestamptz NOT NULL DEFAULT now(), '
+                  'PRIMARY KEY (row_key, output, %smodel_version))',
+                  target, key_type, key_collation,
+                  CASE layout WHEN 'wide'
+                       THEN 'base_value double precision NOT NULL, shap_values double precision[] NOT NULL'
+                       ELSE 'feature text NOT NULL, shap_value double precision NOT NULL' END,
+                  CASE layout WHEN 'wide' THEN '' ELSE 'feature, ' END);
+$$;
+
+/* FROM clause of the source rows that the target lacks under this version,
+   with keys after last_key when given (on both sides: a merge anti join would
+   otherwise rescan the target from its first key at every batch). */
+CREATE FUNCTION treeshap._pending_rows(source text, key text, filter text, target text,
+                                       version bigint, last_key text DEFAULT NULL,
+                                       key_type text DEFAULT NULL)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format('FROM %1$s s WHERE s.%2$s IS NOT NULL%3$s AND (%4$s) AND NOT EXISTS '
+                  '(SELECT 1 FROM %5$s t WHERE t.row_key = s.%2$s%6$s AND t.model_version = %7$s)',
+                  source, key,
+                  CASE WHEN last_key IS NULL THEN ''
+                       ELSE format(' AND s.%s > %L::%s', key, last_key, key_type) END,
+                  coalesce(filter, 'true'), target,
+                  CASE WHEN last_key IS NULL THEN ''
+                       ELSE format(' AND t.row_key > %L::%s', last_key, key_type) END,
+                  version);
+$$;
+
+CREATE PROCEDURE treeshap.explain_into(model text, source regclass, target text,
+                                       key_column text DEFAULT 'id',
+                                       filter text DEFAULT NULL,
+                                       layout text DEFAULT 'wide',
+                                       batch_size integer DEFAULT 10000,
+                                       features text[] DEFAULT NULL,
+                                       keep_old_versions boolean DEFAULT false)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    version    bigint;
+    model_names text[];
+    key_type   oid;
+    key_typmod integer;
+    key_coll   text := '';
+    src        text;
+    tgt        text;
+    created    boolean;
+    key        text := quote_ident(key_column);
+    columns    text;
+    job        bigint;
+    last_key   text;
+    n_rows     bigint;
+    finished   boolean := false;
+    err_state  text;
+    err_msg    text;
+    err_detail text;
+    err_hint   text;
+BEGIN
+    IF model IS NULL OR source IS NULL OR target IS NULL OR key_column IS NULL
+       OR layout IS NULL OR batch_size IS NULL OR keep_old_versions IS NULL THEN
+        RAISE EXCEPTION 'explain_into arguments other than filter and features must not be NULL'
+              USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF layout NOT IN ('wide', 'long') THEN
+        RAISE EXCEPTION 'unknown layout "%"', layout
+              USING ERRCODE = 'invalid_parameter_value', HINT = 'Use ''wide'' or ''long''.';
+    END IF;
+    IF batch_size < 1 THEN
+        RAISE EXCEPTION 'batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT m.version, m.feature_names INTO version, model_names
+      FROM treeshap.model_store m WHERE m.name = explain_into.model;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object';
+    END IF;
+    SELECT a.atttypid, a.atttypmod,
+           CASE WHEN a.attcollation <> 0 THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END
+      INTO key_type, key_typmod, key_coll
+      FROM pg_attribute a
+     WHERE a.attrelid = source AND a.attname = key_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of % does not exist', key_column, source
+              USING ERRCODE = 'undefined_column', HINT = 'Name the row key with key_column.';
+    END IF;
+    SELECT format('%I.%I', n.nspname, c.relname) INTO src
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = source;
+    -- features: as given; else by name (explain matches names); else all but the key
+    IF features IS NOT NULL THEN
+        SELECT string_agg('s.' || quote_ident(f), ', ' ORDER BY i) INTO columns
+          FROM unnest(features) WITH ORDINALITY u(f, i);
+    ELSIF model_names IS NOT NULL THEN
+        columns := 's.*';
+    ELSE
+        SELECT string_agg('s.' || quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
+          FROM pg_attribute a
+         WHERE a.attrelid = source AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> key_column;
+    END IF;
+    IF columns IS NULL THEN
+        RAISE EXCEPTION 'no feature columns' USING ERRCODE = 'datatype_mismatch';
+    END IF;
+
+    tgt := (SELECT string_agg(quote_ident(p), '.' ORDER BY i)
+              FROM unnest(parse_ident(target)) WITH ORDINALITY u(p, i));
+    created := to_regclass(tgt) IS NULL;
+    IF created THEN
+        EXECUTE treeshap._target_ddl(tgt, layout, format_type(key_type, key_typmod), key_coll);
+    ELSE
+        PERFORM treeshap._check_target(tgt::regclass, layout, key_type);
+    END IF;
+    -- one spelling per table: the job's name and its lock key
+    SELECT format('%I.%I', n.nspname, c.relname) INTO tgt
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tgt::regclass;
+    job := treeshap._job_open(model, src, tgt, layout, created);
+    -- a CALL inside a transaction block fails here, before any lock is taken
+    COMMIT;
+
+    IF NOT pg_try_advisory_lock(1953720432, hashtext(tgt)) THEN
+        RAISE EXCEPTION 'an explain_into job into % is already running', tgt
+              USING ERRCODE = 'lock_not_available',
+                    DETAIL = format('Backend %s holds the lock of this target; see treeshap.jobs.',
+                                    (SELECT j.pid FROM treeshap.job_store j WHERE j.target = tgt
+                                      ORDER BY j.started_at DESC NULLS LAST LIMIT 1));
+    END IF;
+
+    -- From here on every error is caught, recorded and re-raised after the
+    -- lock is released: COMMIT cannot run inside an exception block, so each
+    -- batch is one block and one commit.
+    WHILE NOT finished LOOP
+        BEGIN
+            IF last_key IS NULL AND n_rows IS NULL THEN
+                EXECUTE 'SELECT count(*) ' || treeshap._pending_rows(src, key, filter, tgt, version)
+                   INTO n_rows;
+                PERFORM treeshap._job_update(job, 'start', n_rows, version);
+            ELSE
+                IF treeshap._model_version_locked(model) IS DISTINCT FROM version THEN
+                    RAISE EXCEPTION 'model "%" was replaced or dropped while the job ran', model
+                          USING ERRCODE = 'object_not_in_prerequisite_state',
+                                HINT = 'Run explain_into again: it explains every row under the new version.';
+                END IF;
+                EXECUTE format(
+                    'WITH ins AS (INSERT INTO %s (row_key, output, %s, model_version, computed_at) '
+                    'SELECT e.row_key, e.output, %s, %s, now() FROM treeshap.%s(%L, %L, NULL::%s) e '
+                    'RETURNING row_key) '
+                    'SELECT count(DISTINCT row_key), max(row_key%s)::text FROM ins',
+                    tgt,
+                    CASE layout WHEN 'wide' THEN 'base_value, shap_values' ELSE 'feature, shap_value' END,
+                    CASE layout WHEN 'wide' THEN 'e.base_value, e.shap_values' ELSE 'e.feature, e.shap_value' END,
+                    version,
+                    CASE layout WHEN 'wide' THEN 'explain_shap_wide' ELSE 'explain_shap' END,
+                    model,
+                    format('SELECT s.%s, %s %s ORDER BY s.%s LIMIT %s', key, columns,
+                           treeshap._pending_rows(src, key, filter, tgt, version, last_key,
+                                                  format_type(key_type, key_typmod)),
+                           key, batch_size),
+                    format_type(key_type, key_typmod),
+                    key_coll)
+                    INTO n_rows, last_key;
+                PERFORM treeshap._job_update(job, 'batch', n_rows);
+                IF n_rows < batch_size THEN
+                    IF NOT keep_old_versions THEN
+                        EXECUTE format('DELETE FROM %s WHERE model_version <> %s', tgt, version);
+                    END IF;
+                    PERFORM treeshap._job_update(job, 'done');
+                    finished := true;
+                END IF;
+            END IF;
+        EXCEPTION WHEN OTHERS OR query_canceled THEN
+            GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
+                                    err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+        END;
+        EXIT WHEN err_state IS NOT NULL;
+        COMMIT;
+    END LOOP;
+
+    IF err_state IS NOT NULL THEN
+        PERFORM treeshap._job_update(job, 'failed', error => err_msg);
+    END IF;
+    PERFORM pg_advisory_unlock(1953720432, hashtext(tgt));
+    COMMIT;
+    IF err_state IS NOT NULL THEN
+        IF err_state = '23505' AND err_hint = '' THEN
+            err_hint := 'The key column of the source must be unique.';
+        END IF;
+        -- (RAISE options cannot be NULL, and empty ones still print)
+        IF err_detail <> '' AND err_hint <> '' THEN
+            RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, DETAIL = err_detail, HINT = err_hint;
+        ELSIF err_detail <> '' THEN
+            RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, DETAIL = err_detail;
+        ELSIF err_hint <> '' THEN
+            RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, HINT = err_hint;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg;
+    END IF;
+END
+$$;
+COMMENT ON PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean) IS
+    'explain the source rows the target lacks for the model''s current version, one commit per batch';
