@@ -443,8 +443,10 @@ BEGIN
         RAISE EXCEPTION 'an explain_into job into % is already running', tgt
               USING ERRCODE = 'lock_not_available',
                     DETAIL = format('Backend %s holds the lock of this target; see treeshap.jobs.',
-                                    (SELECT j.pid FROM treeshap.job_store j WHERE j.target = tgt
-                                      ORDER BY j.started_at DESC NULLS LAST LIMIT 1));
+                                    (SELECT l.pid FROM pg_locks l
+                                      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                                        AND l.classid = 1953720432::oid AND l.objid = hashtext(tgt)::oid
+                                      LIMIT 1));
     END IF;
 
     -- From here on every error is caught, recorded and re-raised after the

@@ -1,0 +1,218 @@
+-- explain_into: a procedure that commits every batch, so this file runs
+-- outside a transaction and cleans up after itself (schema t09). Each target
+-- is compared with a one-shot explain_shap_wide / explain_shap of the same
+-- rows, exactly. Errors raised after the procedure's first COMMIT cannot be
+-- caught by throws_ok (which runs its SQL inside a function, where COMMIT is
+-- refused), so those calls run plainly and psql's LAST_ERROR_SQLSTATE is
+-- checked; the plain ERROR lines they print are expected.
+\set QUIET 1
+\set ON_ERROR_STOP 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS pg_treeshap;
+CREATE EXTENSION IF NOT EXISTS dblink;
+DROP SCHEMA IF EXISTS t09 CASCADE;
+CREATE SCHEMA t09;
+\set m_reg `cat test/fixtures/reg.json`
+\set m_reg3 `cat test/fixtures/reg_v3.json`
+\set m_multi `cat test/fixtures/multiclass.json`
+\set m_dart `cat test/fixtures/dart.json`
+SELECT 1 FROM treeshap.load_model('t09_reg', convert_to(:'m_reg', 'UTF8'), replace => true) \g /dev/null
+SELECT 1 FROM treeshap.load_model('t09_multi', convert_to(:'m_multi', 'UTF8'), replace => true) \g /dev/null
+SELECT 1 FROM treeshap.load_model('t09_dart', convert_to(:'m_dart', 'UTF8'), replace => true) \g /dev/null
+DELETE FROM treeshap.job_store WHERE target LIKE 't09.%';
+
+-- 3000 houses with keys 3, 6, ..., 9000 (gaps, so later keys can land in between)
+CREATE TABLE t09.houses AS
+SELECT 3 * g AS id,
+       (g * 37 % 1500) / 100.0::float8 AS "MedInc", (g * 11 % 52)::float8 AS "HouseAge",
+       2 + (g * 13 % 700) / 100.0::float8 AS "AveRooms", 1 + (g % 7) / 20.0::float8 AS "AveBedrms",
+       (g * 101 % 5000)::float8 AS "Population", 1 + (g * 17 % 400) / 100.0::float8 AS "AveOccup",
+       32.5 + (g * 29 % 900) / 100.0::float8 AS "Latitude",
+       -124.3 + (g * 31 % 1000) / 100.0::float8 AS "Longitude",
+       'note ' || g AS note
+  FROM generate_series(1, 3000) g;
+ALTER TABLE t09.houses ADD PRIMARY KEY (id);
+UPDATE t09.houses SET "HouseAge" = NULL WHERE id % 11 = 0;
+UPDATE t09.houses SET "MedInc" = 'NaN' WHERE id % 13 = 0;
+CREATE VIEW t09.wide AS SELECT * FROM treeshap.explain_shap_wide('t09_reg', 'SELECT id, * FROM t09.houses');
+CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
+    $$ SELECT * FROM treeshap.jobs j WHERE j.target = job.target $$;
+CREATE TEMP TABLE vers (k text, v bigint);
+INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
+SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
+SELECT plan(49);
+
+-- First run: creates the target, explains everything, one commit per batch
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
+SELECT col_is_pk('t09', 'shap', ARRAY['row_key', 'output', 'model_version'],
+                 'the target is created with its unique key');
+SELECT col_type_is('t09', 'shap', 'row_key', 'integer', 'row_key has the source key''s type');
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.shap',
+              'SELECT * FROM t09.wide', 'the target equals a one-shot explain_shap_wide, exactly');
+SELECT is((SELECT count(*) FROM t09.shap WHERE model_version = :v1), 3000::bigint,
+          'every row is stamped with the model version');
+SELECT results_eq($$SELECT state, rows_done, rows_total, batches, runs, model_version, error FROM t09.job('t09.shap')$$,
+                  $$VALUES ('done'::text, 3000::bigint, 3000::bigint, 7::bigint, 1::bigint, (SELECT v FROM vers WHERE k = 'v1'), NULL::text)$$,
+                  'jobs: done, 3000 of 3000 rows in 6 full batches and a last empty one');
+SELECT ok((SELECT rows_per_second > 0 AND last_batch_at >= started_at AND finished_at >= last_batch_at
+             AND source = 't09.houses' FROM t09.job('t09.shap')), 'jobs: rate, times and source are filled in');
+
+-- Re-running after success does nothing
+CREATE TEMP TABLE before AS SELECT row_key, output, computed_at FROM t09.shap;
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
+SELECT results_eq($$SELECT state, rows_done, rows_total, runs FROM t09.job('t09.shap')$$,
+                  $$VALUES ('done'::text, 0::bigint, 0::bigint, 2::bigint)$$, 'a second run finds nothing to do');
+SELECT bag_eq('SELECT row_key, output, computed_at FROM t09.shap', 'SELECT * FROM before',
+              'and leaves every row untouched');
+
+-- New rows, some between existing keys, are explained and nothing else
+INSERT INTO t09.houses (id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude")
+SELECT id, 8.3, 41, 6.9, 1.02, 322, 2.5, 37.88, -122.23 FROM (VALUES (1), (2), (4000), (9001), (9002)) v(id);
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
+SELECT results_eq($$SELECT rows_done, rows_total FROM t09.job('t09.shap')$$,
+                  $$VALUES (5::bigint, 5::bigint)$$, 'a run after inserts explains exactly the new rows');
+SELECT bag_eq('SELECT row_key, output, computed_at FROM t09.shap WHERE row_key NOT IN (1, 2, 4000, 9001, 9002)',
+              'SELECT * FROM before', 'the rows explained before are untouched');
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.shap',
+              'SELECT * FROM t09.wide', 'the target again equals explain_shap_wide over all rows');
+
+-- Replacing the model explains everything again; the old version's rows go at the end
+SELECT 1 FROM treeshap.load_model('t09_reg', convert_to(:'m_reg3', 'UTF8'), replace => true) \g /dev/null
+INSERT INTO vers SELECT 'v2', version FROM treeshap.models WHERE name = 't09_reg';
+SELECT version AS v2 FROM treeshap.models WHERE name = 't09_reg' \gset
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 1000);
+SELECT results_eq($$SELECT state, rows_done, model_version FROM t09.job('t09.shap')$$,
+                  $$VALUES ('done'::text, 3005::bigint, (SELECT v FROM vers WHERE k = 'v2'))$$, 'a replaced model: every row again');
+SELECT results_eq('SELECT DISTINCT model_version FROM t09.shap', ARRAY[:v2::bigint],
+                  'the old version''s rows are removed once the run is done');
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.shap',
+              'SELECT * FROM t09.wide', 'the target equals explain_shap_wide with the new model');
+SELECT isnt((SELECT count(*) FROM t09.shap s JOIN before b USING (row_key, output)
+              WHERE s.computed_at = b.computed_at), 3000::bigint, 'rows were recomputed');
+SELECT 1 FROM treeshap.load_model('t09_reg', convert_to(:'m_reg', 'UTF8'), replace => true) \g /dev/null
+INSERT INTO vers SELECT 'v3', version FROM treeshap.models WHERE name = 't09_reg';
+SELECT version AS v3 FROM treeshap.models WHERE name = 't09_reg' \gset
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', keep_old_versions => true);
+SELECT results_eq('SELECT model_version, count(*) FROM t09.shap GROUP BY 1 ORDER BY 1',
+                  $$VALUES ((SELECT v FROM vers WHERE k = 'v2'), 3005::bigint), ((SELECT v FROM vers WHERE k = 'v3'), 3005::bigint)$$,
+                  'keep_old_versions keeps the previous version''s rows');
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.shap WHERE model_version = ' || :v3,
+              'SELECT * FROM t09.wide', 'the newest version''s rows equal explain_shap_wide');
+
+-- filter, long layout, schema-qualified and quoted names
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09."Even Rows"', filter => 'id % 2 = 0 AND "Latitude" > 36',
+                           batch_size => 64);
+SELECT bag_eq($$SELECT row_key, output, base_value, shap_values FROM t09."Even Rows"$$,
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_reg', 'SELECT id, * FROM t09.houses WHERE id % 2 = 0 AND "Latitude" > 36')$$,
+              'filter explains exactly the rows it selects');
+SELECT is((SELECT target FROM t09.job('t09."Even Rows"')), 't09."Even Rows"', 'the job names its target quoted');
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap_long', layout => 'long', batch_size => 700);
+SELECT col_is_pk('t09', 'shap_long', ARRAY['row_key', 'output', 'feature', 'model_version'],
+                 'a long target has one row per feature');
+SELECT bag_eq('SELECT row_key, output, feature, shap_value FROM t09.shap_long',
+              $$SELECT * FROM treeshap.explain_shap('t09_reg', 'SELECT id, * FROM t09.houses')$$,
+              'the long target equals explain_shap');
+SELECT is((SELECT rows_done FROM t09.job('t09.shap_long')), 3005::bigint, 'a long job counts source rows');
+
+-- several outputs; text keys in key order across batches; a model without feature names
+CREATE TABLE t09.points AS
+SELECT 'k' || g AS name, sin(g)::float8 AS x0, cos(g)::float8 AS x1, sin(2 * g)::float8 AS x2,
+       cos(3 * g)::float8 AS x3, (g % 5 - 2)::float8 AS x4, sin(5 * g)::float8 AS x5
+  FROM generate_series(1, 900) g;
+CALL treeshap.explain_into('t09_multi', 't09.points', 't09.multi', key_column => 'name', batch_size => 128);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.multi',
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_multi', 'SELECT name, * FROM t09.points', NULL::text)$$,
+              'multiclass with text keys (keyset batches in text order) equals explain_shap_wide');
+SELECT results_eq($$SELECT rows_done, batches FROM t09.job('t09.multi')$$, $$VALUES (900::bigint, 8::bigint)$$,
+                  'rows_done counts rows, not (row, output) pairs');
+SELECT is((SELECT count(*) FROM t09.multi), (SELECT 900 * num_outputs::bigint FROM treeshap.models WHERE name = 't09_multi'),
+          'one target row per (row, output)');
+CALL treeshap.explain_into('t09_dart', 't09.points', 't09.dart', key_column => 'name');
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.dart',
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_dart', 'SELECT name, x0, x1, x2, x3, x4, x5 FROM t09.points', NULL::text)$$,
+              'without feature names the columns after the key are the features, in table order');
+CALL treeshap.explain_into('t09_dart', 't09.points', 't09.dart_rev', key_column => 'name',
+                           features => ARRAY['x5', 'x4', 'x3', 'x2', 'x1', 'x0']);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.dart_rev',
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_dart', 'SELECT name, x5, x4, x3, x2, x1, x0 FROM t09.points', NULL::text)$$,
+              'features names the columns, in the model''s order');
+
+-- Argument errors, before anything is written (throws_ok: an atomic context)
+SELECT throws_ok($$CALL treeshap.explain_into('t09_nope', 't09.houses', 't09.x')$$, '42704',
+                 'model "t09_nope" does not exist', 'unknown model');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.x', key_column => 'key')$$, '42703',
+                 'column "key" of t09.houses does not exist', 'unknown key column');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.x', layout => 'tall')$$, '22023',
+                 'unknown layout "tall"', 'unknown layout');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.x', batch_size => 0)$$, '22023',
+                 'batch_size must be at least 1', 'batch_size below 1');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', NULL)$$, '22004', NULL, 'NULL target');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.nosuch', 't09.x')$$, '42P01', NULL, 'unknown source');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap_long')$$, '42P16',
+                 'target t09.shap_long has no column base_value, shap_values', 'a target of the other layout');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.points', 't09.shap', key_column => 'name')$$, '42P16',
+                 'column row_key of target t09.shap is not of the source key''s type text', 'a key of another type');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_multi', 't09.houses', 't09.shap')$$, '22023',
+                 'target "t09.shap" holds explanations of model "t09_reg"', 'a target holds one model');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap')$$, '2D000',
+                 'invalid transaction termination', 'inside a transaction block the call is refused');
+SELECT is((SELECT to_regclass('t09.x')), NULL, 'refused calls create no target');
+CREATE TABLE t09.no_key (row_key integer, output integer, base_value float8, shap_values float8[],
+                         model_version bigint, computed_at timestamptz);
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.no_key')$$, '42P16',
+                 'target t09.no_key has no unique key on (model_version, output, row_key)',
+                 'a target without the unique key that backs exactly-once');
+
+-- A second run into the same target while one holds its lock: refused, job untouched
+SELECT dblink_connect('t09_other', format('dbname=%s port=%s host=%s user=%s', current_database(),
+       current_setting('port'), current_setting('unix_socket_directories'), current_user)) \g /dev/null
+SELECT * FROM dblink('t09_other', $$SELECT pg_advisory_lock(1953720432, hashtext('t09.shap'))::text$$) AS t(x text) \g /dev/null
+\set ON_ERROR_STOP 0
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap');
+\set ON_ERROR_STOP 1
+SELECT is(:'LAST_ERROR_SQLSTATE'::text, '55P03', 'a concurrent run into the same target is refused (55P03)');
+SELECT is((SELECT runs FROM t09.job('t09.shap')), 5::bigint, 'and does not touch the running job');
+SELECT * FROM dblink('t09_other', $$SELECT pg_advisory_unlock(1953720432, hashtext('t09.shap'))::text$$) AS t(x text) \g /dev/null
+
+-- A run marked running whose backend does not hold the lock shows as failed
+UPDATE treeshap.job_store SET state = 'running', pid = pg_backend_pid() WHERE target = 't09.shap';
+SELECT results_eq($$SELECT state, error FROM t09.job('t09.shap')$$,
+                  $$VALUES ('failed'::text, 'interrupted: the backend running the job ended before it finished'::text)$$,
+                  'an interrupted run is reported as failed');
+SELECT * FROM dblink('t09_other', $$SELECT pg_advisory_lock(1953720432, hashtext('t09.shap'))::text$$) AS t(x text) \g /dev/null
+UPDATE treeshap.job_store SET pid = (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext('t09.shap')::oid)
+ WHERE target = 't09.shap';
+SELECT is((SELECT state FROM t09.job('t09.shap')), 'running', 'a run whose backend holds the lock is running');
+SELECT dblink_disconnect('t09_other') \g /dev/null
+
+-- An error inside a batch: recorded, the lock released, the committed batches kept
+CREATE TABLE t09.bad AS SELECT id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude",
+       CASE WHEN id < 4500 THEN "Longitude"::text ELSE 'east' END AS "Longitude" FROM t09.houses;
+\set ON_ERROR_STOP 0
+CALL treeshap.explain_into('t09_reg', 't09.bad', 't09.bad_shap', batch_size => 500);
+\set ON_ERROR_STOP 1
+SELECT is(:'LAST_ERROR_SQLSTATE'::text, '42804', 'a text feature column fails in the first batch (42804)');
+SELECT results_eq($$SELECT state, rows_done, error LIKE '%type text%' FROM t09.job('t09.bad_shap')$$,
+                  $$VALUES ('failed'::text, 0::bigint, true)$$, 'the job is failed, with the error');
+ALTER TABLE t09.bad ALTER COLUMN "Longitude" TYPE float8 USING CASE WHEN "Longitude" = 'east' THEN 'NaN' ELSE "Longitude"::float8 END;
+CALL treeshap.explain_into('t09_reg', 't09.bad', 't09.bad_shap', batch_size => 500);
+SELECT results_eq($$SELECT state, rows_done, error FROM t09.job('t09.bad_shap')$$,
+                  $$VALUES ('done'::text, 3005::bigint, NULL::text)$$, 'after the fix the next run finishes');
+CREATE TABLE t09.dup AS SELECT * FROM t09.houses UNION ALL SELECT * FROM t09.houses WHERE id = 4000;
+\set ON_ERROR_STOP 0
+CALL treeshap.explain_into('t09_reg', 't09.dup', 't09.dup_shap', batch_size => 1000);
+\set ON_ERROR_STOP 1
+SELECT is(:'LAST_ERROR_SQLSTATE'::text, '23505', 'a duplicate source key violates the unique key (23505)');
+SELECT results_eq($$SELECT state, rows_done FROM t09.job('t09.dup_shap')$$,
+                  $$VALUES ('failed'::text, 1000::bigint)$$, 'the batches before the duplicate stay committed');
+SELECT is((SELECT count(*) FROM t09.dup_shap), 1000::bigint, 'the failed batch left nothing behind');
+
+SELECT * FROM finish();
+\set QUIET 1
+DROP SCHEMA t09 CASCADE;
+DELETE FROM treeshap.job_store WHERE target LIKE 't09.%';
+SELECT treeshap.drop_model(m) FROM unnest(ARRAY['t09_reg', 't09_multi', 't09_dart']) m \g /dev/null
