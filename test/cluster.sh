@@ -3,7 +3,8 @@
 # directory (as user postgres when run by root, since PostgreSQL refuses
 # root), exports PGHOST/PGPORT/PGUSER/PGDATABASE for psql, pg_regress and
 # pg_prove, and stops and removes the cluster when the shell exits.
-# Extra server settings: TS_PG_CONF="shared_preload_libraries='pg_cron'".
+# Extra server settings, one per line, @CLUSTER@ standing for the cluster's
+# directory (its socket): TS_PG_CONF="shared_preload_libraries='pg_cron'".
 
 PGBIN=${PGBIN:-$(pg_config --bindir)}
 # libpq-dev's pg_config reports /usr/bin, which has no initdb
@@ -25,7 +26,7 @@ trap ts_cluster_stop EXIT
 
 ts_as_owner "$PGBIN/initdb" -D "$TS_CLUSTER/data" -A trust -U postgres >"$TS_CLUSTER/initdb.log" 2>&1 \
     || { cat "$TS_CLUSTER/initdb.log"; exit 1; }
-echo "${TS_PG_CONF:-}" >>"$TS_CLUSTER/data/postgresql.auto.conf"
+echo "${TS_PG_CONF//@CLUSTER@/$TS_CLUSTER}" >>"$TS_CLUSTER/data/postgresql.auto.conf"
 ts_as_owner "$PGBIN/pg_ctl" -D "$TS_CLUSTER/data" -l "$TS_CLUSTER/server.log" -w \
     -o "-k $TS_CLUSTER -p $TS_PGPORT -c listen_addresses=''" start >/dev/null \
     || { cat "$TS_CLUSTER/server.log"; exit 1; }

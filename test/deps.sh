@@ -2,7 +2,7 @@
 # Install what building and testing need, from Debian 12's packages. Safe to
 # re-run: packages already present are skipped. Uses sudo when not root.
 set -euo pipefail
-pkgs="make gcc libc6-dev postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
+pkgs="make gcc libc6-dev postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap postgresql-15-cron
       libtap-parser-sourcehandler-pgtap-perl python3 python3-numpy python3-xgboost python3-psycopg2"
 missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 [ -z "$missing" ] && exit 0

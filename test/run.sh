@@ -11,7 +11,10 @@ bash test/deps.sh
 make -s clean >/dev/null
 make -s -j2 ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA}
 $SUDO make -s install ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA} >/dev/null
-source test/cluster.sh
+# pg_cron runs scheduled jobs through libpq, here over the cluster's socket
+TS_PG_CONF="shared_preload_libraries = 'pg_cron'
+cron.database_name = 'postgres'
+cron.host = '@CLUSTER@'" source test/cluster.sh
 
 status=0
 echo "== pg_regress"
@@ -24,6 +27,9 @@ pg_prove test/t*.sql || status=1
 echo "== oracle: fresh XGBoost models against pred_contribs"
 /usr/bin/python3 test/oracle_check.py || status=1
 if [ -n "${TS_EXTRA_PYTHON:-}" ]; then "$TS_EXTRA_PYTHON" test/oracle_check.py || status=1; fi
+
+echo "== explain_into: killed mid-run (terminate, SIGKILL), resumed; scheduled by pg_cron"
+/usr/bin/python3 test/jobs_check.py || status=1
 
 echo "== compute core under AddressSanitizer"
 make -s -C test/core >/dev/null

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""explain_into under fire, against the throwaway cluster (PG* environment).
+
+1. terminate: a job over several batches is ended by pg_terminate_backend
+   while another session watches treeshap.jobs; a second call into the same
+   target is refused while it runs; the re-run finishes the remainder.
+2. sigkill: the job's backend gets SIGKILL, so the whole server restarts;
+   the re-run finishes the remainder.
+3. pg_cron (when the server preloads it): CALL explain_into scheduled every
+   minute; after new source rows arrive the next run explains exactly them.
+
+After every re-run the target must hold every source key exactly once, with
+values equal to a one-shot explain_shap_wide over the same rows.
+"""
+import os
+import signal
+import sys
+import threading
+import time
+
+import psycopg2
+
+ROWS = int(os.environ.get("TS_JOBS_ROWS", "40000"))
+BATCH = int(os.environ.get("TS_JOBS_BATCH", "2000"))
+KILL_AFTER_BATCHES = 3
+MODEL = "jobs_reg"
+failures = []
+
+
+def connect(retry_seconds=0):
+    """An autocommit connection (CALL may then COMMIT), retried while the server restarts."""
+    deadline = time.time() + retry_seconds
+    while True:
+        try:
+            conn = psycopg2.connect("")
+            conn.autocommit = True
+            return conn
+        except psycopg2.OperationalError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def query(conn, sql, args=None):
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall() if cur.description else None
+
+
+def check(name, ok, detail=""):
+    print(f"{'ok' if ok else 'FAIL'}: {name}{' (' + detail + ')' if detail else ''}")
+    if not ok:
+        failures.append(name)
+
+
+def setup(conn):
+    """The model and a source table of ROWS houses with keys 1..ROWS."""
+    with open("test/fixtures/reg.json", "rb") as f:
+        query(conn, "SELECT 1 FROM treeshap.load_model(%s, %s, replace => true)", (MODEL, f.read()))
+    query(conn, "DROP SCHEMA IF EXISTS jobs CASCADE; CREATE SCHEMA jobs")
+    query(conn, """
+        CREATE TABLE jobs.houses AS
+        SELECT g AS id, (g * 37 %% 1500) / 100.0::float8 AS "MedInc", (g * 11 %% 52)::float8 AS "HouseAge",
+               2 + (g * 13 %% 700) / 100.0::float8 AS "AveRooms", 1 + (g %% 7) / 20.0::float8 AS "AveBedrms",
+               (g * 101 %% 5000)::float8 AS "Population", 1 + (g * 17 %% 400) / 100.0::float8 AS "AveOccup",
+               32.5 + (g * 29 %% 900) / 100.0::float8 AS "Latitude", -124.3 + (g * 31 %% 1000) / 100.0::float8 AS "Longitude"
+          FROM generate_series(1, %s) g;
+        ALTER TABLE jobs.houses ADD PRIMARY KEY (id);
+        CREATE TABLE jobs.reference AS
+        SELECT * FROM treeshap.explain_shap_wide(%s, 'SELECT id, * FROM jobs.houses')""", (ROWS, MODEL))
+    query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")
+
+
+def explain_into(conn, target):
+    query(conn, "CALL treeshap.explain_into(%s, 'jobs.houses', %s, batch_size => %s)", (MODEL, target, BATCH))
+
+
+def job(conn, target):
+    rows = query(conn, """SELECT state, rows_done, rows_total, batches, rows_per_second, pid, error
+                            FROM treeshap.jobs WHERE target = %s""", (target,))
+    return dict(zip(["state", "rows_done", "rows_total", "batches", "rate", "pid", "error"], rows[0])) if rows else None
+
+
+def start_in_thread(target):
+    """Run explain_into in its own connection and thread; the error it ends with, if any."""
+    outcome = {}
+
+    def run():
+        try:
+            explain_into(connect(), target)
+        except psycopg2.Error as e:
+            outcome["error"] = e
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def wait_for_batches(conn, target, thread, batches):
+    """Poll treeshap.jobs from this session until the run has committed `batches` batches."""
+    seen = []
+    while thread.is_alive():
+        j = job(conn, target)
+        if j and j["state"] == "running" and j["batches"] >= batches:
+            return j, seen
+        if j:
+            seen.append(j["rows_done"])
+        time.sleep(0.02)
+    return None, seen
+
+
+def verify_target(conn, scenario, target):
+    """Every key exactly once, nothing missing, values equal to the one-shot reference."""
+    dup, missing, extra, differ = query(conn, f"""
+        SELECT (SELECT count(*) FROM (SELECT row_key FROM {target} GROUP BY row_key, output HAVING count(*) > 1) d),
+               (SELECT count(*) FROM jobs.houses h WHERE NOT EXISTS (SELECT 1 FROM {target} t WHERE t.row_key = h.id)),
+               (SELECT count(*) FROM {target} t WHERE NOT EXISTS (SELECT 1 FROM jobs.houses h WHERE h.id = t.row_key)),
+               (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM {target}
+                                      EXCEPT SELECT row_key, output, base_value, shap_values FROM jobs.reference) x)""")[0]
+    check(f"{scenario}: duplicates 0, missing 0, extra 0, values equal explain_shap_wide",
+          (dup, missing, extra, differ) == (0, 0, 0, 0),
+          f"duplicates {dup}, missing {missing}, extra {extra}, differing {differ}")
+    return dup, missing
+
+
+def crash_scenario(conn, scenario, kill):
+    target = f"jobs.{scenario}"
+    thread, outcome = start_in_thread(target)
+    running, seen = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
+    if running is None:
+        thread.join()
+        check(f"{scenario}: the job was still running after {KILL_AFTER_BATCHES} batches", False,
+              "it finished first: raise TS_JOBS_ROWS")
+        return conn
+    check(f"{scenario}: another session sees the running job's progress",
+          running["rows_done"] >= KILL_AFTER_BATCHES * BATCH and running["rows_total"] == ROWS,
+          f"rows_done {running['rows_done']} of {running['rows_total']}, {running['rate']} rows/s")
+    if scenario == "terminate":
+        try:
+            explain_into(connect(), target)
+            check("terminate: a second call into the running target is refused", False, "it ran")
+        except psycopg2.Error as e:
+            check("terminate: a second call into the running target is refused", e.pgcode == "55P03", e.pgcode)
+    kill(conn, running["pid"])
+    thread.join()
+    check(f"{scenario}: the killed call ended with an error", "error" in outcome)
+    if scenario == "sigkill":
+        conn = connect(retry_seconds=120)
+    after = job(conn, target)
+    committed = query(conn, f"SELECT count(*) FROM {target}")[0][0]
+    check(f"{scenario}: the interrupted run is reported failed, its committed batches kept",
+          after["state"] == "failed" and after["error"].startswith("interrupted")
+          and committed == after["rows_done"] and committed % BATCH == 0 and committed > 0,
+          f"state {after['state']}, {committed} rows committed in {committed // BATCH} batches")
+    explain_into(conn, target)
+    rerun = job(conn, target)
+    check(f"{scenario}: the re-run explains exactly the remainder",
+          rerun["state"] == "done" and rerun["rows_done"] == ROWS - committed,
+          f"{rerun['rows_done']} rows")
+    dup, missing = verify_target(conn, scenario, target)
+    print(f"crash-test {scenario}: rows {ROWS}, batch {BATCH}, batches committed before the kill "
+          f"{committed // BATCH} ({committed} rows), re-run {rerun['rows_done']} rows, "
+          f"duplicates {dup}, missing {missing}")
+    return conn
+
+
+def terminate(conn, pid):
+    query(conn, "SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def sigkill(conn, pid):
+    os.kill(pid, signal.SIGKILL)
+
+
+def wait_for_cron_run(conn, jobid, after, seconds=150):
+    """The first run of the cron job that started after `after`, once finished."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        rows = query(conn, """SELECT status, return_message, start_time FROM cron.job_run_details
+                               WHERE jobid = %s AND start_time > %s AND status IN ('succeeded', 'failed')
+                               ORDER BY start_time LIMIT 1""", (jobid, after))
+        if rows:
+            return rows[0]
+        time.sleep(1)
+    return None
+
+
+def cron_scenario(conn):
+    if "pg_cron" not in query(conn, "SHOW shared_preload_libraries")[0][0]:
+        print("pg_cron is not preloaded: skipping the scheduled run")
+        return
+    query(conn, "CREATE EXTENSION IF NOT EXISTS pg_cron")
+    query(conn, "CREATE TABLE jobs.cron_src AS SELECT * FROM jobs.houses WHERE id <= 500")
+    query(conn, "ALTER TABLE jobs.cron_src ADD PRIMARY KEY (id)")
+    jobid = query(conn, """SELECT cron.schedule('pg_treeshap-test', '* * * * *',
+                               $$CALL treeshap.explain_into('jobs_reg', 'jobs.cron_src', 'jobs.cron_shap', batch_size => 200)$$)""")[0][0]
+    try:
+        t0 = query(conn, "SELECT now()")[0][0]
+        first = wait_for_cron_run(conn, jobid, t0)
+        check("pg_cron: the scheduled CALL succeeds", first is not None and first[0] == "succeeded", str(first))
+        if first is None or first[0] != "succeeded":
+            return
+        n = query(conn, "SELECT count(*) FROM jobs.cron_shap")[0][0]
+        check("pg_cron: the first run explains the 500 source rows", n == 500, f"{n} rows")
+        query(conn, "INSERT INTO jobs.cron_src SELECT * FROM jobs.houses WHERE id BETWEEN 501 AND 537 OR id = 1000")
+        t1 = query(conn, "SELECT now()")[0][0]
+        second = wait_for_cron_run(conn, jobid, t1)
+        check("pg_cron: the next scheduled run succeeds", second is not None and second[0] == "succeeded", str(second))
+        j = job(conn, "jobs.cron_shap")
+        check("pg_cron: it explains exactly the 38 new rows", j["rows_done"] == 38 and j["state"] == "done",
+              f"rows_done {j['rows_done']}, state {j['state']}")
+        differ = query(conn, """SELECT count(*) FROM (
+            (SELECT row_key, output, base_value, shap_values FROM jobs.cron_shap
+             EXCEPT ALL SELECT r.row_key, r.output, r.base_value, r.shap_values FROM jobs.reference r
+                         JOIN jobs.cron_src s ON s.id = r.row_key)
+            UNION ALL
+            (SELECT r.row_key, r.output, r.base_value, r.shap_values FROM jobs.reference r JOIN jobs.cron_src s ON s.id = r.row_key
+             EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM jobs.cron_shap)) x""")[0][0]
+        check("pg_cron: the target holds every source row once, equal to explain_shap_wide", differ == 0,
+              f"{differ} differing rows")
+    finally:
+        query(conn, "SELECT cron.unschedule(%s)", (jobid,))
+
+
+def main():
+    conn = connect()
+    setup(conn)
+    conn = crash_scenario(conn, "terminate", terminate)
+    conn = crash_scenario(conn, "sigkill", sigkill)
+    cron_scenario(conn)
+    query(conn, "DROP SCHEMA jobs CASCADE")
+    query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")
+    query(conn, "SELECT treeshap.drop_model(%s)", (MODEL,))
+    print(f"jobs-check: {'PASS' if not failures else 'FAIL: ' + ', '.join(failures)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
