@@ -467,8 +467,8 @@ BEGIN
                 EXECUTE format(
                     'WITH ins AS (INSERT INTO %s (row_key, output, %s, model_version, computed_at) '
                     'SELECT e.row_key, e.output, %s, %s, now() FROM treeshap.%s(%L, %L, NULL::%s) e '
-                    'RETURNING row_key) '
-                    'SELECT count(DISTINCT row_key), max(row_key%s)::text FROM ins',
+                    'RETURNING row_key, output) '
+                    'SELECT %s, max(row_key%s)::text FROM ins',
                     tgt,
                     CASE layout WHEN 'wide' THEN 'base_value, shap_values' ELSE 'feature, shap_value' END,
                     CASE layout WHEN 'wide' THEN 'e.base_value, e.shap_values' ELSE 'e.feature, e.shap_value' END,
@@ -480,6 +480,9 @@ BEGIN
                                                   format_type(key_type, key_typmod)),
                            key, batch_size),
                     format_type(key_type, key_typmod),
+                    -- every row has output 0; a long row per feature too
+                    CASE layout WHEN 'wide' THEN 'count(*) FILTER (WHERE output = 0)'
+                                ELSE 'count(DISTINCT row_key)' END,
                     key_coll)
                     INTO n_rows, last_key;
                 PERFORM treeshap._job_update(job, 'batch', n_rows);
