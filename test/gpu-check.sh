@@ -3,7 +3,8 @@
 # machines: source .device/pg-up.sh first, see ../shared/device/README.md).
 # Builds with nvcc, installs, runs the whole pg_regress + pgTAP suite with
 # treeshap.device = gpu forced for every session, then compares GPU and CPU
-# output on every fixture (worst deviation, bitwise determinism).
+# output on every fixture (worst deviation, bitwise determinism), and kills
+# explain_into jobs mid-run (test/jobs_check.py, when psycopg2 is importable).
 set -u
 cd "$(dirname "$0")/.."
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -37,6 +38,13 @@ out=$(psql -X -v ON_ERROR_STOP=1 -f test/gpu_compare.sql) || { echo "$out"; stat
 echo "$out" | grep -v '^$'
 echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
+
+echo "== explain_into killed mid-run (terminate, SIGKILL) and resumed, on the GPU"
+if python3 -c "import psycopg2" 2>/dev/null; then
+  TS_JOBS_ROWS=${TS_JOBS_ROWS:-400000} TS_JOBS_BATCH=${TS_JOBS_BATCH:-5000} python3 test/jobs_check.py || status=1
+else
+  echo "psycopg2 is not importable: skipped"
+fi
 
 echo "gpu-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -144,7 +144,7 @@ def crash_scenario(conn, scenario, kill):
     thread.join()
     check(f"{scenario}: the killed call ended with an error", "error" in outcome)
     if scenario == "sigkill":
-        conn = connect(retry_seconds=120)
+        conn = await_crash_restart(conn)
     after = job(conn, target)
     committed = query(conn, f"SELECT count(*) FROM {target}")[0][0]
     check(f"{scenario}: the interrupted run is reported failed, its committed batches kept",
@@ -169,6 +169,23 @@ def terminate(conn, pid):
 
 def sigkill(conn, pid):
     os.kill(pid, signal.SIGKILL)
+
+
+def await_crash_restart(conn, seconds=60):
+    """A fresh connection once the postmaster has reset every backend after the crash.
+
+    The postmaster notices the killed child a moment later; a connection made
+    before that would still see the dead backend's locks. Its reset ends this
+    session too, which is the sign to reconnect."""
+    deadline = time.time() + seconds
+    try:
+        while time.time() < deadline:
+            query(conn, "SELECT 1")
+            time.sleep(0.1)
+        raise RuntimeError("the server did not restart after the SIGKILL")
+    except psycopg2.Error:
+        pass
+    return connect(retry_seconds=120)
 
 
 def wait_for_cron_run(conn, jobid, after, seconds=150):
