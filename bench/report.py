@@ -33,8 +33,12 @@ def ratio(a, b):
 def main():
     recs = {}
     order = []
+    jobs = []
     for line in open(sys.argv[1]):
         r = json.loads(line)
+        if r["kind"] == "jobs":  # several per model (batch sizes): a table of their own
+            jobs.append(r)
+            continue
         name = r["name"]
         if name not in recs:
             recs[name] = {}
@@ -98,6 +102,22 @@ def main():
             out.append(f"| {n} | {rate(f)} | {rate(g)} ({r.get('xgboost.xgboost_interaction_rows', '-')}) | "
                        f"{ratio(f, g)} | {r.get('kernel.max_dev_interactions', '-')} | {rate(h)} | "
                        f"{rate(c)} | {ratio(h, c)} |")
+    if jobs:
+        out += ["", "## Scheduled jobs: explain_into (TS_BENCH_JOBS=1)", "",
+                "The model's 10,000 rows repeated to `rows` rows (keys unique, primary key), all calls "
+                "warm, in one session. (c) `SELECT count(*) FROM explain_shap_wide(...)`: compute only; "
+                "(i) `CREATE TABLE AS SELECT * FROM explain_shap_wide(...)`: compute and write; (j) "
+                "`CALL explain_into(...)` into a new target: compute, write, the unique key, the anti "
+                "join and a commit per batch (wall time of the CALL); (k) its steady rate from "
+                "`treeshap.jobs`.", "",
+                "| model | device | rows | batch | batches | (c) wide | (i) CTAS | (j) explain_into | (k) steady | (j)/(c) | (j)/(i) |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in jobs:
+            out.append(f"| {r['name']} | {r['device']} | {r['rows']} | {r['batch']} | {r['batches']} | "
+                       f"{rate(r['wide_rows_per_s'])} | {rate(r['ctas_rows_per_s'])} | "
+                       f"{rate(r['into_rows_per_s'])} | {rate(r['into_steady_rows_per_s'])} | "
+                       f"{ratio(r['into_rows_per_s'], r['wide_rows_per_s'])} | "
+                       f"{ratio(r['into_rows_per_s'], r['ctas_rows_per_s'])} |")
     out += ["", "## Accuracy, determinism and where the end-to-end time goes", "",
             "Deviation: worst |GPU - CPU double path| / max(1, |margin|) over the checked rows. "
             "Deterministic: two kernel runs bitwise identical. Phases: the backend's own "

@@ -7,7 +7,8 @@
 # $TS_BENCH_WORK/RESULTS.md (copy it to bench/RESULTS.md).
 #     bench/run.sh [MODEL ...]        default: the whole grid of bench/grid.py
 # TS_BENCH_INTERACTIONS=1 adds interaction values on 200 rows (GPU kernel
-# against XGBoost's CPU pred_interactions) and feature_importance.
+# against XGBoost's CPU pred_interactions) and feature_importance;
+# TS_BENCH_JOBS=1 adds explain_into against explain_shap_wide (bench/jobs_bench.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${TS_BENCH_WORK:-/tmp/ts_bench}
@@ -30,6 +31,12 @@ for name in "${models[@]}"; do
   bench/build/ts_bench "$WORK/$name.json" "$WORK/$name.rows.f32" 10000 $reps $check ${TS_BENCH_INTERACTIONS:+200} \
     | sed "s/^{/{\"kind\": \"kernel\", \"name\": \"$name\", /" | tee -a "$WORK/results.jsonl"
   python3 bench/sql_bench.py "$WORK" "$name" | tee -a "$WORK/results.jsonl"
+  if [ -n "${TS_BENCH_JOBS:-}" ]; then
+    case $name in fashion_mnist-*|*-large) jrows=20000 ;; *) jrows=500000 ;; esac
+    for batch in 10000 100000; do
+      TS_BENCH_DEVICE=gpu python3 bench/jobs_bench.py "$WORK" "$name" $jrows $batch | tee -a "$WORK/results.jsonl"
+    done
+  fi
 done
 machine="Machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1); $(nproc) CPU cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); $(date -u +%Y-%m-%d)."
 python3 bench/report.py "$WORK/results.jsonl" "$machine" > "$WORK/RESULTS.md"

@@ -317,17 +317,21 @@ BEGIN
 END
 $$;
 
-/* CREATE TABLE statement of a new target. */
+/* CREATE TABLE statement of a new target. Wide arrays are compressed with lz4
+   where the server has it: pglz made writing 785-element arrays 2.5 times slower. */
 CREATE FUNCTION treeshap._target_ddl(target text, layout text, key_type text, key_collation text)
 RETURNS text
-LANGUAGE sql IMMUTABLE
+LANGUAGE sql STABLE
 AS $$
     SELECT format('CREATE TABLE %s (row_key %s%s NOT NULL, output integer NOT NULL, %s, '
                   'model_version bigint NOT NULL, computed_at timestamptz NOT NULL DEFAULT now(), '
                   'PRIMARY KEY (row_key, output, %smodel_version))',
                   target, key_type, key_collation,
                   CASE layout WHEN 'wide'
-                       THEN 'base_value double precision NOT NULL, shap_values double precision[] NOT NULL'
+                       THEN 'base_value double precision NOT NULL, shap_values double precision[] '
+                            || CASE WHEN EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression'
+                                                    AND 'lz4' = ANY (enumvals))
+                                    THEN 'COMPRESSION lz4 ' ELSE '' END || 'NOT NULL'
                        ELSE 'feature text NOT NULL, shap_value double precision NOT NULL' END,
                   CASE layout WHEN 'wide' THEN '' ELSE 'feature, ' END);
 $$;

@@ -44,13 +44,16 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(49);
+SELECT plan(50);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
 SELECT col_is_pk('t09', 'shap', ARRAY['row_key', 'output', 'model_version'],
                  'the target is created with its unique key');
 SELECT col_type_is('t09', 'shap', 'row_key', 'integer', 'row_key has the source key''s type');
+SELECT is((SELECT attcompression::text FROM pg_attribute WHERE attrelid = 't09.shap'::regclass AND attname = 'shap_values'),
+          (SELECT CASE WHEN 'lz4' = ANY (enumvals) THEN 'l' ELSE '' END FROM pg_settings WHERE name = 'default_toast_compression'),
+          'wide arrays are compressed with lz4 where the server has it');
 SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.shap',
               'SELECT * FROM t09.wide', 'the target equals a one-shot explain_shap_wide, exactly');
 SELECT is((SELECT count(*) FROM t09.shap WHERE model_version = :v1), 3000::bigint,
