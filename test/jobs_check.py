@@ -4,9 +4,10 @@
 1. terminate: a job over several batches is ended by pg_terminate_backend
    while another session watches treeshap.jobs; a second call into the same
    target is refused while it runs; the re-run finishes the remainder.
-2. sigkill: the job's backend gets SIGKILL, so the whole server restarts;
+2. cancel: the same with pg_cancel_backend; the job records the error.
+3. sigkill: the job's backend gets SIGKILL, so the whole server restarts;
    the re-run finishes the remainder.
-3. pg_cron (when the server preloads it): CALL explain_into scheduled every
+4. pg_cron (when the server preloads it): CALL explain_into scheduled every
    minute; after new source rows arrive the next run explains exactly them.
 
 After every re-run the target must hold every source key exactly once, with
@@ -142,13 +143,15 @@ def crash_scenario(conn, scenario, kill):
             check("terminate: a second call into the running target is refused", e.pgcode == "55P03", e.pgcode)
     kill(conn, running["pid"])
     thread.join()
-    check(f"{scenario}: the killed call ended with an error", "error" in outcome)
+    check(f"{scenario}: the killed call ended with an error", "error" in outcome,
+          outcome["error"].pgcode if "error" in outcome else "")
     if scenario == "sigkill":
         conn = await_crash_restart(conn)
     after = job(conn, target)
     committed = query(conn, f"SELECT count(*) FROM {target}")[0][0]
     check(f"{scenario}: the interrupted run is reported failed, its committed batches kept",
-          after["state"] == "failed" and after["error"].startswith("interrupted")
+          after["state"] == "failed"
+          and after["error"].startswith("canceling" if scenario == "cancel" else "interrupted")
           and committed == after["rows_done"] and committed % BATCH == 0 and committed > 0,
           f"state {after['state']}, {committed} rows committed in {committed // BATCH} batches")
     explain_into(conn, target)
@@ -165,6 +168,10 @@ def crash_scenario(conn, scenario, kill):
 
 def terminate(conn, pid):
     query(conn, "SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def cancel(conn, pid):
+    query(conn, "SELECT pg_cancel_backend(%s)", (pid,))
 
 
 def sigkill(conn, pid):
@@ -242,6 +249,7 @@ def main():
     conn = connect()
     setup(conn)
     conn = crash_scenario(conn, "terminate", terminate)
+    conn = crash_scenario(conn, "cancel", cancel)
     conn = crash_scenario(conn, "sigkill", sigkill)
     cron_scenario(conn)
     query(conn, "DROP SCHEMA jobs CASCADE")
