@@ -1,14 +1,7 @@
 -- Shared setup of the pgTAP files: extensions, every fixture loaded, and a
 -- helper that writes the query selecting a fixture's rows with one float8
 -- column per model feature (named as the model names it).
-\set QUIET 1
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS pg_treeshap;
+\ir session.sql
 
 CREATE TEMP TABLE fx_data (fixture text, id bigint, x float8[]);
 CREATE TEMP TABLE fx_expected (fixture text, id bigint, output int, margin float8,

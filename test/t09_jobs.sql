@@ -5,14 +5,7 @@
 -- caught by throws_ok (which runs its SQL inside a function, where COMMIT is
 -- refused), so those calls run plainly and psql's LAST_ERROR_SQLSTATE is
 -- checked; the plain ERROR lines they print are expected.
-\set QUIET 1
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS pg_treeshap;
+\ir session.sql
 CREATE EXTENSION IF NOT EXISTS dblink;
 DROP SCHEMA IF EXISTS t09 CASCADE;
 CREATE SCHEMA t09;
