@@ -270,6 +270,18 @@ AS $$
      WHERE j.job = _job_update.job;
 $$;
 
+/* The run lock of a target: a session advisory lock, released at the run's
+   end, on any error the procedure catches, and by any abort that escapes it. */
+CREATE FUNCTION treeshap._job_lock(key integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'treeshap_job_lock'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION treeshap._job_unlock()
+RETURNS void
+AS 'MODULE_PATHNAME', 'treeshap_job_unlock'
+LANGUAGE C VOLATILE;
+
 /* The model's current version, share-locked so it cannot be replaced until commit. */
 CREATE FUNCTION treeshap._model_version_locked(model text)
 RETURNS bigint
@@ -443,7 +455,7 @@ BEGIN
     -- a CALL inside a transaction block fails here, before any lock is taken
     COMMIT;
 
-    IF NOT pg_try_advisory_lock(1953720432, hashtext(tgt)) THEN
+    IF NOT treeshap._job_lock(hashtext(tgt)) THEN
         RAISE EXCEPTION 'an explain_into job into % is already running', tgt
               USING ERRCODE = 'lock_not_available',
                     DETAIL = format('Backend %s holds the lock of this target; see treeshap.jobs.',
@@ -509,7 +521,7 @@ BEGIN
     IF err_state IS NOT NULL THEN
         PERFORM treeshap._job_update(job, 'failed', error => err_msg);
     END IF;
-    PERFORM pg_advisory_unlock(1953720432, hashtext(tgt));
+    PERFORM treeshap._job_unlock();
     COMMIT;
     IF err_state IS NOT NULL THEN
         IF err_state = '23505' AND err_hint = '' THEN

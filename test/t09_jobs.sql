@@ -37,7 +37,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(50);
+SELECT plan(56);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -184,6 +184,20 @@ UPDATE treeshap.job_store SET pid = (SELECT pid FROM pg_locks WHERE locktype = '
  WHERE target = 't09.shap';
 SELECT is((SELECT state FROM t09.job('t09.shap')), 'running', 'a run whose backend holds the lock is running');
 SELECT dblink_disconnect('t09_other') \g /dev/null
+
+-- The run lock survives commits but not an abort: a cancel that lands between the
+-- procedure's statements escapes its exception block, and must not leave the lock held
+CREATE VIEW t09.lock_held AS SELECT count(*) AS n FROM pg_locks
+ WHERE locktype = 'advisory' AND classid = 1953720432::oid AND objid = hashtext('t09.lock')::oid AND pid = pg_backend_pid();
+SELECT ok(treeshap._job_lock(hashtext('t09.lock')), 'the run lock is taken');
+SELECT is((SELECT n FROM t09.lock_held), 1::bigint, 'and outlives the transaction that took it');
+BEGIN;
+SELECT is((SELECT n FROM t09.lock_held), 1::bigint, 'a later transaction still holds it');
+ROLLBACK;
+SELECT is((SELECT n FROM t09.lock_held), 0::bigint, 'an abort releases it');
+SELECT ok(treeshap._job_lock(hashtext('t09.lock')), 'so the next run can take it');
+SELECT treeshap._job_unlock() \g /dev/null
+SELECT is((SELECT n FROM t09.lock_held), 0::bigint, 'the end of a run releases it');
 
 -- An error inside a batch: recorded, the lock released, the committed batches kept
 CREATE TABLE t09.bad AS SELECT id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude",
