@@ -39,7 +39,7 @@ echo "$out" | grep -v '^$'
 echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
 
-echo "== explain_into killed mid-run (terminate, SIGKILL) and resumed, on the GPU"
+echo "== explain_into stopped mid-run (terminate, cancel, SIGKILL) and resumed, on the GPU"
 if python3 -c "import psycopg2" 2>/dev/null; then
   TS_JOBS_ROWS=${TS_JOBS_ROWS:-400000} TS_JOBS_BATCH=${TS_JOBS_BATCH:-5000} python3 test/jobs_check.py || status=1
 else

@@ -28,7 +28,7 @@ echo "== oracle: fresh XGBoost models against pred_contribs"
 /usr/bin/python3 test/oracle_check.py || status=1
 if [ -n "${TS_EXTRA_PYTHON:-}" ]; then "$TS_EXTRA_PYTHON" test/oracle_check.py || status=1; fi
 
-echo "== explain_into: killed mid-run (terminate, SIGKILL), resumed; scheduled by pg_cron"
+echo "== explain_into: stopped mid-run (terminate, cancel, SIGKILL), resumed; scheduled by pg_cron"
 /usr/bin/python3 test/jobs_check.py || status=1
 
 echo "== compute core under AddressSanitizer"
