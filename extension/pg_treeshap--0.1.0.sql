@@ -247,18 +247,18 @@ BEGIN
 END
 $$;
 
-/* Mark the job's run started (or a batch committed, or the run ended). */
+/* Record an event of the job's run: start, count (rows to do), batch, done, failed. */
 CREATE FUNCTION treeshap._job_update(job bigint, event text, rows bigint DEFAULT 0,
                                      version bigint DEFAULT NULL, error text DEFAULT NULL)
 RETURNS void
 LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     UPDATE treeshap.job_store j SET
-        state = CASE event WHEN 'start' THEN 'running' WHEN 'batch' THEN j.state
-                           WHEN 'done' THEN 'done' ELSE 'failed' END,
+        state = CASE event WHEN 'start' THEN 'running' WHEN 'done' THEN 'done'
+                           WHEN 'failed' THEN 'failed' ELSE j.state END,
         model_version = CASE event WHEN 'start' THEN version ELSE j.model_version END,
-        rows_total = CASE event WHEN 'start' THEN rows ELSE j.rows_total END,
-        rows_done = CASE event WHEN 'start' THEN 0 ELSE j.rows_done + rows END,
+        rows_total = CASE event WHEN 'start' THEN NULL WHEN 'count' THEN rows ELSE j.rows_total END,
+        rows_done = CASE event WHEN 'start' THEN 0 WHEN 'batch' THEN j.rows_done + rows ELSE j.rows_done END,
         batches = CASE event WHEN 'start' THEN 0 WHEN 'batch' THEN j.batches + 1 ELSE j.batches END,
         runs = j.runs + (event = 'start')::int,
         started_at = CASE event WHEN 'start' THEN clock_timestamp() ELSE j.started_at END,
@@ -391,6 +391,7 @@ DECLARE
     job        bigint;
     last_key   text;
     n_rows     bigint;
+    counted    boolean := false;
     finished   boolean := false;
     err_state  text;
     err_msg    text;
@@ -465,15 +466,20 @@ BEGIN
                                       LIMIT 1));
     END IF;
 
+    -- running (and visible to others) from here, while the rows to do are counted
+    PERFORM treeshap._job_update(job, 'start', version => version);
+    COMMIT;
     -- From here on every error is caught, recorded and re-raised after the
-    -- lock is released: COMMIT cannot run inside an exception block, so each
-    -- batch is one block and one commit.
+    -- lock is released: COMMIT cannot run inside an exception block, so the
+    -- count and each batch are one block and one commit. (An error between
+    -- two statements escapes; the abort then releases the lock, see ts_jobs.c.)
     WHILE NOT finished LOOP
         BEGIN
-            IF last_key IS NULL AND n_rows IS NULL THEN
+            IF NOT counted THEN
                 EXECUTE 'SELECT count(*) ' || treeshap._pending_rows(src, key, filter, tgt, version)
                    INTO n_rows;
-                PERFORM treeshap._job_update(job, 'start', n_rows, version);
+                PERFORM treeshap._job_update(job, 'count', n_rows);
+                counted := true;
             ELSE
                 IF treeshap._model_version_locked(model) IS DISTINCT FROM version THEN
                     RAISE EXCEPTION 'model "%" was replaced or dropped while the job ran', model
