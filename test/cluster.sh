@@ -26,7 +26,8 @@ trap ts_cluster_stop EXIT
 
 ts_as_owner "$PGBIN/initdb" -D "$TS_CLUSTER/data" -A trust -U postgres >"$TS_CLUSTER/initdb.log" 2>&1 \
     || { cat "$TS_CLUSTER/initdb.log"; exit 1; }
-echo "${TS_PG_CONF//@CLUSTER@/$TS_CLUSTER}" >>"$TS_CLUSTER/data/postgresql.auto.conf"
+ts_conf=${TS_PG_CONF:-}
+echo "${ts_conf//@CLUSTER@/$TS_CLUSTER}" >>"$TS_CLUSTER/data/postgresql.auto.conf"
 ts_as_owner "$PGBIN/pg_ctl" -D "$TS_CLUSTER/data" -l "$TS_CLUSTER/server.log" -w \
     -o "-k $TS_CLUSTER -p $TS_PGPORT -c listen_addresses=''" start >/dev/null \
     || { cat "$TS_CLUSTER/server.log"; exit 1; }
