@@ -1,7 +1,8 @@
 #!/bin/bash
 # The demo: build, install, start a throwaway cluster, load the bundled
-# California-housing model (XGBoost, 30 trees) and five houses, and print
-# what drives each predicted price.
+# California-housing model (XGBoost, 30 trees) and five houses, print what
+# drives each predicted price, and keep a table of explanations with
+# explain_into.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -34,4 +35,14 @@ SELECT p.row_key AS house, round(p.prediction::numeric, 3) AS predicted,
 SELECT feature, round(shap_value::numeric, 4) AS shap_value
   FROM treeshap.explain_shap('california', 'SELECT * FROM houses WHERE id = 5')
  ORDER BY abs(shap_value) DESC;
+SQL
+
+# explain_into commits batch by batch, so it runs outside a transaction block
+psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+\echo '-- a job keeps a table of explanations up to date (what pg_cron would schedule)'
+CALL treeshap.explain_into('california', 'houses', 'house_shap', batch_size => 2);
+INSERT INTO houses VALUES (6, 8.3, 41, 6.98, 1.02, 322, 2.56, 37.88, -122.23);
+CALL treeshap.explain_into('california', 'houses', 'house_shap', batch_size => 2);
+SELECT state, rows_done AS new_rows, runs, (SELECT count(*) FROM house_shap) AS rows_in_target
+  FROM treeshap.jobs WHERE target = 'public.house_shap';
 SQL
