@@ -368,6 +368,47 @@ AS $$
                   version);
 $$;
 
+/* The statement of one batch: explain the rows of `query` (key first) and
+   insert them into the target; returns the source rows done and the last key. */
+CREATE FUNCTION treeshap._batch_sql(model text, layout text, target text, version bigint,
+                                    query text, key_type text, key_collation text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format('WITH ins AS (INSERT INTO %s (row_key, output, %s, model_version, computed_at) '
+                  'SELECT e.row_key, e.output, %s, %s, now() FROM treeshap.%s(%L, %L, NULL::%s) e '
+                  'RETURNING row_key, output) '
+                  'SELECT %s, max(row_key%s)::text FROM ins',
+                  target,
+                  CASE layout WHEN 'wide' THEN 'base_value, shap_values' ELSE 'feature, shap_value' END,
+                  CASE layout WHEN 'wide' THEN 'e.base_value, e.shap_values' ELSE 'e.feature, e.shap_value' END,
+                  version,
+                  CASE layout WHEN 'wide' THEN 'explain_shap_wide' ELSE 'explain_shap' END,
+                  model, query, key_type,
+                  -- every source row has an output 0 row (a long one per feature)
+                  CASE layout WHEN 'wide' THEN 'count(*) FILTER (WHERE output = 0)'
+                              ELSE 'count(DISTINCT row_key)' END,
+                  key_collation);
+$$;
+
+/* Raise an error caught earlier again, with its SQLSTATE, detail and hint. */
+CREATE FUNCTION treeshap._raise(state text, message text, detail text, hint text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- RAISE options cannot be NULL, and empty ones still print
+    IF detail <> '' AND hint <> '' THEN
+        RAISE EXCEPTION USING ERRCODE = state, MESSAGE = message, DETAIL = detail, HINT = hint;
+    ELSIF detail <> '' THEN
+        RAISE EXCEPTION USING ERRCODE = state, MESSAGE = message, DETAIL = detail;
+    ELSIF hint <> '' THEN
+        RAISE EXCEPTION USING ERRCODE = state, MESSAGE = message, HINT = hint;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = state, MESSAGE = message;
+END
+$$;
+
 CREATE PROCEDURE treeshap.explain_into(model text, source regclass, target text,
                                        key_column text DEFAULT 'id',
                                        filter text DEFAULT NULL,
@@ -486,26 +527,12 @@ BEGIN
                           USING ERRCODE = 'object_not_in_prerequisite_state',
                                 HINT = 'Run explain_into again: it explains every row under the new version.';
                 END IF;
-                EXECUTE format(
-                    'WITH ins AS (INSERT INTO %s (row_key, output, %s, model_version, computed_at) '
-                    'SELECT e.row_key, e.output, %s, %s, now() FROM treeshap.%s(%L, %L, NULL::%s) e '
-                    'RETURNING row_key, output) '
-                    'SELECT %s, max(row_key%s)::text FROM ins',
-                    tgt,
-                    CASE layout WHEN 'wide' THEN 'base_value, shap_values' ELSE 'feature, shap_value' END,
-                    CASE layout WHEN 'wide' THEN 'e.base_value, e.shap_values' ELSE 'e.feature, e.shap_value' END,
-                    version,
-                    CASE layout WHEN 'wide' THEN 'explain_shap_wide' ELSE 'explain_shap' END,
-                    model,
+                EXECUTE treeshap._batch_sql(model, layout, tgt, version,
                     format('SELECT s.%s, %s %s ORDER BY s.%s LIMIT %s', key, columns,
                            treeshap._pending_rows(src, key, filter, tgt, version, last_key,
                                                   format_type(key_type, key_typmod)),
                            key, batch_size),
-                    format_type(key_type, key_typmod),
-                    -- every row has output 0; a long row per feature too
-                    CASE layout WHEN 'wide' THEN 'count(*) FILTER (WHERE output = 0)'
-                                ELSE 'count(DISTINCT row_key)' END,
-                    key_coll)
+                    format_type(key_type, key_typmod), key_coll)
                     INTO n_rows, last_key;
                 PERFORM treeshap._job_update(job, 'batch', n_rows);
                 IF n_rows < batch_size THEN
@@ -533,15 +560,7 @@ BEGIN
         IF err_state = '23505' AND err_hint = '' THEN
             err_hint := 'The key column of the source must be unique.';
         END IF;
-        -- (RAISE options cannot be NULL, and empty ones still print)
-        IF err_detail <> '' AND err_hint <> '' THEN
-            RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, DETAIL = err_detail, HINT = err_hint;
-        ELSIF err_detail <> '' THEN
-            RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, DETAIL = err_detail;
-        ELSIF err_hint <> '' THEN
-            RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, HINT = err_hint;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg;
+        PERFORM treeshap._raise(err_state, err_msg, err_detail, err_hint);
     END IF;
 END
 $$;
