@@ -282,12 +282,21 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'treeshap_job_unlock'
 LANGUAGE C VOLATILE;
 
-/* The model's current version, share-locked so it cannot be replaced until commit. */
-CREATE FUNCTION treeshap._model_version_locked(model text)
-RETURNS bigint
-LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+/* Stop a run whose model has been replaced or dropped since it started. Checked
+   before and after each batch: a replace committed in between may have reached
+   the batch's explain call, so the batch is rolled back with the error. */
+CREATE FUNCTION treeshap._check_version(model text, version bigint)
+RETURNS void
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT m.version FROM treeshap.model_store m WHERE m.name = _model_version_locked.model FOR SHARE;
+BEGIN
+    IF (SELECT m.version FROM treeshap.model_store m WHERE m.name = _check_version.model)
+       IS DISTINCT FROM _check_version.version THEN
+        RAISE EXCEPTION 'model "%" was replaced or dropped while the job ran', model
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'Run explain_into again: it explains every row under the new version.';
+    END IF;
+END
 $$;
 
 /* Does the existing target have the columns and unique key explain_into writes? */
@@ -522,11 +531,7 @@ BEGIN
                 PERFORM treeshap._job_update(job, 'count', n_rows);
                 counted := true;
             ELSE
-                IF treeshap._model_version_locked(model) IS DISTINCT FROM version THEN
-                    RAISE EXCEPTION 'model "%" was replaced or dropped while the job ran', model
-                          USING ERRCODE = 'object_not_in_prerequisite_state',
-                                HINT = 'Run explain_into again: it explains every row under the new version.';
-                END IF;
+                PERFORM treeshap._check_version(model, version);
                 EXECUTE treeshap._batch_sql(model, layout, tgt, version,
                     format('SELECT s.%s, %s %s ORDER BY s.%s LIMIT %s', key, columns,
                            treeshap._pending_rows(src, key, filter, tgt, version, last_key,
@@ -534,6 +539,7 @@ BEGIN
                            key, batch_size),
                     format_type(key_type, key_typmod), key_coll)
                     INTO n_rows, last_key;
+                PERFORM treeshap._check_version(model, version);
                 PERFORM treeshap._job_update(job, 'batch', n_rows);
                 IF n_rows < batch_size THEN
                     IF NOT keep_old_versions THEN

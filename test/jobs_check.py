@@ -9,6 +9,8 @@
    the re-run finishes the remainder.
 4. pg_cron (when the server preloads it): CALL explain_into scheduled every
    minute; after new source rows arrive the next run explains exactly them.
+5. replace: the model is replaced while a job runs; the job stops, and the
+   next run explains every row under the new version.
 
 After every re-run the target must hold every source key exactly once, with
 values equal to a one-shot explain_shap_wide over the same rows.
@@ -246,6 +248,38 @@ def cron_scenario(conn):
         query(conn, "SELECT cron.unschedule(%s)", (jobid,))
 
 
+def replace_scenario(conn):
+    """The model replaced while a run works: the run stops at the end of its batch
+    (55000), and the next run explains every row under the new version."""
+    target = "jobs.replace"
+    thread, outcome = start_in_thread(target)
+    running, _ = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
+    if running is None:
+        thread.join()
+        check("replace: the job was still running", False, "it finished first: raise TS_JOBS_ROWS")
+        return
+    with open("test/fixtures/reg_v3.json", "rb") as f:
+        query(conn, "SELECT 1 FROM treeshap.load_model(%s, %s, replace => true)", (MODEL, f.read()))
+    thread.join()
+    err = outcome.get("error")
+    stopped = job(conn, target)
+    check("replace: the running job stops with 55000 and says why",
+          err is not None and err.pgcode == "55000" and stopped["state"] == "failed"
+          and "replaced" in stopped["error"] and stopped["rows_done"] < ROWS,
+          f"{err.pgcode if err else 'no error'}, {stopped['rows_done']} rows done")
+    query(conn, """DROP TABLE jobs.reference;
+        CREATE TABLE jobs.reference AS
+        SELECT * FROM treeshap.explain_shap_wide(%s, 'SELECT id, * FROM jobs.houses')""", (MODEL,))
+    explain_into(conn, target)
+    rerun = job(conn, target)
+    versions = query(conn, f"SELECT array_agg(DISTINCT model_version) FROM {target}")[0][0]
+    current = query(conn, "SELECT version FROM treeshap.models WHERE name = %s", (MODEL,))[0][0]
+    check("replace: the next run explains every row under the new version, the old rows gone",
+          rerun["state"] == "done" and rerun["rows_done"] == ROWS and versions == [current],
+          f"{rerun['rows_done']} rows, versions {versions}")
+    verify_target(conn, "replace", target)
+
+
 def main():
     conn = connect()
     setup(conn)
@@ -253,6 +287,7 @@ def main():
     conn = crash_scenario(conn, "cancel", cancel)
     conn = crash_scenario(conn, "sigkill", sigkill)
     cron_scenario(conn)
+    replace_scenario(conn)
     query(conn, "DROP SCHEMA jobs CASCADE")
     query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")
     query(conn, "SELECT treeshap.drop_model(%s)", (MODEL,))
