@@ -101,7 +101,7 @@ report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, in
 		return 1;
 	}
 	identical = memcmp(first, second, sizeof(double) * count) == 0;
-	ts_gpu_plan_add_long_paths(plan, x, check_rows, first, scratch);
+	ts_gpu_plan_add_long_paths(plan, TS_SHAP_TREESHAP, x, check_rows, first, scratch);
 	printf("\"kernel_%s_rows_per_s\": %.1f, \"kernel_%s_seconds\": %.6f, "
 		   "\"max_dev_%s\": %.3e, \"deterministic_%s\": %s, ",
 		   name, nrows / seconds, name, seconds, name, max_deviation(pt, x, check_rows, first),

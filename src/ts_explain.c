@@ -60,6 +60,7 @@ typedef struct TsEmitter
 	Datum	   *feature_text;	/* feature names as text, for the long forms */
 	double	   *phi;			/* outputs x (features + 1) */
 	double	   *scratch;
+	TsShapAlgorithm algorithm;	/* CPU SHAP algorithm (treeshap.algorithm) */
 	TsRunSpec	spec;			/* what the GPU computes, and the interaction options */
 	double	   *inter;			/* interactions: outputs x selected x features */
 	double	   *sums;			/* importance: sums of |phi| and of phi per (output, feature) */
@@ -162,8 +163,9 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->model = m;
 	em->paths = cached->paths;
 	em->phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
-	em->scratch = palloc(sizeof(double) * Max(ts_shap_scratch_len(cached->paths),
+	em->scratch = palloc(sizeof(double) * Max(ts_cpu_scratch_len(cached->paths),
 											  ts_interactions_scratch_len(cached->paths)));
+	em->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
 	em->feature_text = NULL;
 	em->rows = 0;
 	if (kind == TS_RESULT_INTERACTIONS)
@@ -333,12 +335,12 @@ explain_row_cpu(TsEmitter *em, Datum key, bool key_null, const float *x)
 			emit_interactions(em, key, key_null, em->inter);
 			break;
 		case TS_RESULT_IMPORTANCE:
-			ts_shap_row(em->paths, x, em->phi, em->scratch);
+			ts_cpu_shap_row(em->paths, em->algorithm, x, em->phi, em->scratch);
 			ts_importance_add_rows(em->phi, 1, m->num_outputs, m->num_features, em->sums);
 			em->rows++;
 			break;
 		default:
-			ts_shap_row(em->paths, x, em->phi, em->scratch);
+			ts_cpu_shap_row(em->paths, em->algorithm, x, em->phi, em->scratch);
 			emit_contribs(em, key, key_null, em->phi);
 	}
 }
@@ -745,8 +747,8 @@ treeshap_shap_values(PG_FUNCTION_ARGS)
 		else
 		{
 			phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
-			ts_shap_row(cached->paths, x, phi,
-						palloc(sizeof(double) * ts_shap_scratch_len(cached->paths)));
+			ts_cpu_shap_row(cached->paths, ts_cpu_algorithm(), x, phi,
+							palloc(sizeof(double) * ts_cpu_scratch_len(cached->paths)));
 		}
 		result = contribs_array(phi, m->num_outputs, m->num_features);
 		/* copy out of SPI's memory before SPI_finish frees it */

@@ -132,8 +132,8 @@ ts_gpu_plan_release_device(TsGpuPlan *plan)
 }
 
 void
-ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, const float *x, int64_t nrows, double *phi,
-						   double *scratch)
+ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, TsShapAlgorithm alg, const float *x, int64_t nrows,
+						   double *phi, double *scratch)
 {
 	const TsPathTable *pt = plan->paths;
 	size_t		row_width = (size_t) pt->num_outputs * (pt->num_features + 1);
@@ -141,8 +141,8 @@ ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, const float *x, int64_t nrows,
 	if (plan->packing->num_long == 0)
 		return;
 	for (int64_t r = 0; r < nrows; r++)
-		ts_shap_add_paths(pt, plan->packing->long_paths, plan->packing->num_long,
-						  x + (size_t) r * pt->num_features, phi + (size_t) r * row_width, scratch);
+		ts_cpu_shap_add_paths(pt, alg, plan->packing->long_paths, plan->packing->num_long,
+							  x + (size_t) r * pt->num_features, phi + (size_t) r * row_width, scratch);
 }
 
 void

@@ -9,6 +9,7 @@
 #include "../cuda/ts_cuda.h"
 #include "ts_interactions.h"
 #include "ts_pack.h"
+#include "ts_shap_cpu.h"
 
 typedef struct TsGpuPlan
 {
@@ -33,10 +34,11 @@ extern void ts_gpu_plan_release_device(TsGpuPlan *plan);
 
 /*
  * Add the contributions of paths longer than a warp to GPU results
- * (nrows x outputs x (features + 1)); scratch holds ts_shap_scratch_len doubles.
+ * (nrows x outputs x (features + 1)) with the CPU algorithm alg; scratch holds
+ * ts_cpu_scratch_len doubles.
  */
-extern void ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, const float *x, int64_t nrows,
-									   double *phi, double *scratch);
+extern void ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, TsShapAlgorithm alg, const float *x,
+									   int64_t nrows, double *phi, double *scratch);
 
 /*
  * The same for interaction terms (nrows x outputs x selected x features), before

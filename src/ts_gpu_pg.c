@@ -27,6 +27,7 @@ struct TsGpuRun
 	bool		host_importance;	/* importance summed here: long paths need whole rows */
 	double	   *sums;			/* host_importance: the batch's sums */
 	double	   *scratch;		/* for long paths on the CPU */
+	TsShapAlgorithm algorithm;	/* their CPU algorithm */
 };
 
 /* A plan's device table, freed when the cached model's context goes. */
@@ -151,7 +152,8 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && plan->packing->num_long > 0;
 	run->sums = MemoryContextAllocZero(ctx, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 	run->scratch = MemoryContextAlloc(ctx, sizeof(double) *
-									  Max(ts_shap_scratch_len(pt), ts_interactions_scratch_len(pt)));
+									  Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)));
+	run->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
 	run->callback.func = free_runner;
 	run->callback.arg = run;
 	MemoryContextRegisterResetCallback(ctx, &run->callback);
@@ -192,7 +194,7 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 	switch (run->spec.kind)
 	{
 		case TS_RUN_SHAP:
-			ts_gpu_plan_add_long_paths(run->plan, x, nrows, result, run->scratch);
+			ts_gpu_plan_add_long_paths(run->plan, run->algorithm, x, nrows, result, run->scratch);
 			return result;
 		case TS_RUN_INTERACTIONS:
 			ts_gpu_plan_add_long_interactions(run->plan, x, nrows, run->spec.method,
@@ -206,7 +208,7 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 		case TS_RUN_IMPORTANCE:
 			if (!run->host_importance)
 				return result;
-			ts_gpu_plan_add_long_paths(run->plan, x, nrows, result, run->scratch);
+			ts_gpu_plan_add_long_paths(run->plan, run->algorithm, x, nrows, result, run->scratch);
 			memset(run->sums, 0, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 			ts_importance_add_rows(result, nrows, pt->num_outputs, pt->num_features, run->sums);
 			return run->sums;

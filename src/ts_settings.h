@@ -17,10 +17,21 @@ typedef enum TsGpuPrecisionSetting
 	TS_GPU_PRECISION_SINGLE
 } TsGpuPrecisionSetting;
 
+typedef enum TsAlgorithmSetting
+{
+	TS_ALGORITHM_AUTO,
+	TS_ALGORITHM_QUADRATURE,
+	TS_ALGORITHM_TREESHAP
+} TsAlgorithmSetting;
+
 extern int	ts_batch_rows;
+extern int	ts_algorithm;
 extern int	ts_device;
 extern int	ts_gpu_precision;
 
 extern void ts_settings_init(void);
+
+/* The CPU algorithm treeshap.algorithm selects (a TsShapAlgorithm). */
+extern int	ts_cpu_algorithm(void);
 
 #endif							/* TS_SETTINGS_H */

@@ -5,6 +5,8 @@
  */
 #include "ts_shap_cpu.h"
 
+#include "ts_quadrature.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -120,6 +122,35 @@ ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratc
 		shap_path(pt, p, row, phi, scratch);
 	for (int32_t k = 0; k < pt->num_outputs; k++)
 		phi[k * width + width - 1] = pt->bias[k];
+}
+
+size_t
+ts_cpu_scratch_len(const TsPathTable *pt)
+{
+	size_t		a = ts_shap_scratch_len(pt);
+	size_t		b = ts_quad_scratch_len(pt);
+
+	return a > b ? a : b;
+}
+
+void
+ts_cpu_shap_row(const TsPathTable *pt, TsShapAlgorithm alg, const float *row, double *phi,
+				double *scratch)
+{
+	if (alg == TS_SHAP_QUADRATURE)
+		ts_quad_row(pt, row, phi, scratch);
+	else
+		ts_shap_row(pt, row, phi, scratch);
+}
+
+void
+ts_cpu_shap_add_paths(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t *paths, int64_t npaths,
+					  const float *row, double *phi, double *scratch)
+{
+	if (alg == TS_SHAP_QUADRATURE)
+		ts_quad_add_paths(pt, paths, npaths, row, phi, scratch);
+	else
+		ts_shap_add_paths(pt, paths, npaths, row, phi, scratch);
 }
 
 void

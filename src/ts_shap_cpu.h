@@ -22,6 +22,24 @@ extern void ts_shap_row(const TsPathTable *pt, const float *row, double *phi, do
 extern void ts_shap_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths,
 							  const float *row, double *phi, double *scratch);
 
+/* The CPU algorithms: EXTEND/UNWOUNDSUM (GPUTreeShap's) or Gauss-Legendre quadrature. */
+typedef enum TsShapAlgorithm
+{
+	TS_SHAP_TREESHAP,
+	TS_SHAP_QUADRATURE
+} TsShapAlgorithm;
+
+/* Scratch doubles either algorithm needs. */
+extern size_t ts_cpu_scratch_len(const TsPathTable *pt);
+
+/* ts_shap_row or ts_quad_row. */
+extern void ts_cpu_shap_row(const TsPathTable *pt, TsShapAlgorithm alg, const float *row,
+							double *phi, double *scratch);
+
+/* ts_shap_add_paths or ts_quad_add_paths. */
+extern void ts_cpu_shap_add_paths(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t *paths,
+								  int64_t npaths, const float *row, double *phi, double *scratch);
+
 /*
  * Add rows of contributions (nrows x outputs x (features + 1)) to importance
  * sums: outputs x features sums of |phi|, then outputs x features sums of phi.

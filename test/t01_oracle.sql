@@ -4,7 +4,7 @@
 -- of asking (wide, long, single row) agreeing exactly.
 BEGIN;
 \ir setup.sql
-SELECT plan((SELECT 6 * count(*)::int FROM fx_list));
+SELECT plan((SELECT 8 * count(*)::int FROM fx_list));
 
 CREATE TEMP TABLE got AS
 SELECT f.fixture, w.row_key AS id, w.output, w.base_value, w.shap_values
@@ -58,6 +58,36 @@ SELECT is((SELECT count(*) FROM fx_data d JOIN got g ON g.fixture = d.fixture AN
                                   WHERE (i - 1) / (array_length(d.x, 1) + 1) = g.output),
                                 g.shap_values || g.base_value) IS NOT TRUE),
           0::bigint, f.fixture || ': shap_values() equals the wide form')
+  FROM fx_list f ORDER BY f.fixture;
+
+-- Both CPU algorithms (treeshap.algorithm): each against the library, and
+-- against each other to near machine precision
+SET LOCAL treeshap.device = cpu;
+SET LOCAL treeshap.algorithm = quadrature;
+CREATE TEMP TABLE got_quadrature AS
+SELECT f.fixture, w.row_key AS id, w.output, w.shap_values || w.base_value AS phi
+  FROM fx_list f, treeshap.explain_shap_wide(f.fixture, pg_temp.fx_query(f.fixture)) w;
+SET LOCAL treeshap.algorithm = treeshap;
+CREATE TEMP TABLE got_treeshap AS
+SELECT f.fixture, w.row_key AS id, w.output, w.shap_values || w.base_value AS phi
+  FROM fx_list f, treeshap.explain_shap_wide(f.fixture, pg_temp.fx_query(f.fixture)) w;
+RESET treeshap.algorithm;
+RESET treeshap.device;
+
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b)) FROM unnest(t.phi, e.contribs) AS u(a, b))
+                          / greatest(1, abs(e.margin)))
+                 FROM got_treeshap t JOIN fx_expected e USING (fixture, id, output)
+                WHERE t.fixture = f.fixture), '<=', 1e-5::float8,
+              f.fixture || ': treeshap.algorithm = treeshap matches the library within 1e-5')
+  FROM fx_list f ORDER BY f.fixture;
+
+-- (the DP loses digits on the 41-element paths of 'long': 7e-9 there)
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b) / greatest(1, abs(b))) FROM unnest(q.phi, t.phi) AS u(a, b)))
+                 FROM got_quadrature q JOIN got_treeshap t USING (fixture, id, output)
+                WHERE q.fixture = f.fixture),
+              '<=', CASE f.fixture WHEN 'long' THEN 1e-7 ELSE 1e-12 END::float8,
+              f.fixture || ': quadrature and treeshap agree within '
+                        || CASE f.fixture WHEN 'long' THEN '1e-7' ELSE '1e-12' END)
   FROM fx_list f ORDER BY f.fixture;
 
 SELECT diag(format('%s: max relative error %s, max additivity error %s', fixture,

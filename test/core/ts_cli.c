@@ -1,6 +1,7 @@
 /*
  * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
- *   ts_cli contribs MODEL CSV   print pred_contribs rows (outputs x (features+1))
+ *   ts_cli contribs MODEL CSV [treeshap|quadrature]
+ *                               print pred_contribs rows (outputs x (features+1))
  *   ts_cli margin MODEL CSV     print margins
  *   ts_cli interactions MODEL CSV [shapley|taylor [F,F...]]
  *                               print interaction rows (outputs x selected x features)
@@ -14,6 +15,7 @@
 #include "../../src/ts_model.h"
 #include "../../src/ts_pack.h"
 #include "../../src/ts_paths.h"
+#include "../../src/ts_quadrature.h"
 #include "../../src/ts_shap_cpu.h"
 #include "../../src/ts_tool.h"
 
@@ -52,11 +54,15 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
 	double	   *phi = malloc(sizeof(double) * width);
 	double	   *margin = malloc(sizeof(double) * (size_t) m->num_outputs);
-	double	   *scratch = malloc(sizeof(double) * ts_interactions_scratch_len(pt));
+	size_t		scratch_len = ts_interactions_scratch_len(pt);
+	double	   *scratch;
 	TsFeatureSelection *sel = ts_selection_make(m->num_features, NULL, 0);
 	size_t		inter_len = (size_t) m->num_outputs * sel->count * m->num_features;
 	double	   *inter = malloc(sizeof(double) * (inter_len > 0 ? inter_len : 1));
 
+	if (ts_quad_scratch_len(pt) > scratch_len)
+		scratch_len = ts_quad_scratch_len(pt);
+	scratch = malloc(sizeof(double) * scratch_len);
 	for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++)
 	{
 		for (int32_t j = 0; j < m->num_features; j++)
@@ -64,6 +70,7 @@ exercise(const TsModel *m, const TsPathTable *pt)
 		ts_model_prepare_row(m, row);
 		ts_model_predict_margin(m, row, margin);
 		ts_shap_row(pt, row, phi, scratch);
+		ts_quad_row(pt, row, phi, scratch);
 		if (inter_len <= 1 << 20)	/* interactions of models up to ~1000 features */
 		{
 			ts_interactions_row(pt, row, TS_INTERACTION_SHAPLEY, sel, inter, scratch);
@@ -78,9 +85,9 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	free(scratch);
 }
 
-/* Run contribs or margin over every CSV line. */
+/* Run contribs (quad: by quadrature) or margin over every CSV line. */
 static int
-run_rows(const TsModel *m, const char *csv, bool contribs)
+run_rows(const TsModel *m, const char *csv, bool contribs, bool quad)
 {
 	TsPathTable *pt = ts_paths_build(m);
 	FILE	   *f = fopen(csv, "r");
@@ -89,7 +96,7 @@ run_rows(const TsModel *m, const char *csv, bool contribs)
 	size_t		width = (size_t) m->num_outputs * (size_t) (m->num_features + 1);
 	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
 	double	   *phi = malloc(sizeof(double) * width);
-	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+	double	   *scratch = malloc(sizeof(double) * (quad ? ts_quad_scratch_len(pt) : ts_shap_scratch_len(pt)));
 
 	if (f == NULL)
 		return 2;
@@ -98,7 +105,10 @@ run_rows(const TsModel *m, const char *csv, bool contribs)
 		parse_row(line, row, m);
 		if (contribs)
 		{
-			ts_shap_row(pt, row, phi, scratch);
+			if (quad)
+				ts_quad_row(pt, row, phi, scratch);
+			else
+				ts_shap_row(pt, row, phi, scratch);
 			for (size_t i = 0; i < width; i++)
 				printf(i ? ",%.17g" : "%.17g", phi[i]);
 		}
@@ -280,11 +290,12 @@ main(int argc, char **argv)
 			rc = run_interactions(m, argv[3], argc > 4 ? argv[4] : "shapley",
 								  argc > 5 ? argv[5] : NULL);
 		else
-			rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0);
+			rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0,
+						  argc > 4 && strcmp(argv[4], "quadrature") == 0);
 		ts_model_free(m);
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs|margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }
