@@ -51,14 +51,14 @@ max_deviation(const TsPathTable *pt, const float *x, int32_t check_rows, const d
 {
 	size_t		width = (size_t) pt->num_features + 1;
 	double	   *cpu = malloc(sizeof(double) * width * pt->num_outputs);
-	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+	double	   *scratch = malloc(sizeof(double) * ts_cpu_scratch_len(pt));
 	double		worst = 0.0;
 
 	for (int32_t r = 0; r < check_rows; r++)
 	{
 		const double *g = gpu + (size_t) r * width * pt->num_outputs;
 
-		ts_shap_row(pt, x + (size_t) r * pt->num_features, cpu, scratch);
+		ts_cpu_shap_row(pt, TS_SHAP_TREESHAP, x + (size_t) r * pt->num_features, cpu, scratch);
 		for (int32_t k = 0; k < pt->num_outputs; k++)
 		{
 			double		margin = 0.0;
@@ -88,7 +88,7 @@ report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, in
 	size_t		count = (size_t) nrows * pt->num_outputs * (pt->num_features + 1);
 	double	   *first = malloc(sizeof(double) * count);
 	double	   *second = malloc(sizeof(double) * count);
-	double	   *scratch = malloc(sizeof(double) * ts_shap_scratch_len(pt));
+	double	   *scratch = malloc(sizeof(double) * ts_cpu_scratch_len(pt));
 	double		seconds = 0.0,
 				again = 0.0;
 	char		msg[256] = "";

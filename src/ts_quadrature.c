@@ -94,9 +94,8 @@ ts_quad_scratch_len(const TsPathTable *pt)
 	return 5 * len + 2 * (len / 2 + 1);
 }
 
-/* Add one path's contributions. */
-static void
-quad_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, double *scratch)
+void
+ts_quad_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, double *scratch)
 {
 	int64_t		start = pt->path_start[p];
 	int32_t		len = (int32_t) (pt->path_start[p + 1] - start);
@@ -135,24 +134,4 @@ quad_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, doubl
 	}
 	for (int32_t e = 1; e <= d; e++)
 		out[pt->feature[start + e]] += v * (o[e] - z[e]) * sum[e];
-}
-
-void
-ts_quad_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths, const float *row,
-				  double *phi, double *scratch)
-{
-	for (int64_t i = 0; i < npaths; i++)
-		quad_path(pt, paths[i], row, phi, scratch);
-}
-
-void
-ts_quad_row(const TsPathTable *pt, const float *row, double *phi, double *scratch)
-{
-	size_t		width = (size_t) pt->num_features + 1;
-
-	memset(phi, 0, width * (size_t) pt->num_outputs * sizeof(double));
-	for (int64_t p = 0; p < pt->num_paths; p++)
-		quad_path(pt, p, row, phi, scratch);
-	for (int32_t k = 0; k < pt->num_outputs; k++)
-		phi[k * width + width - 1] = pt->bias[k];
 }

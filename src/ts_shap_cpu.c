@@ -1,7 +1,8 @@
 /*
  * ts_shap_cpu.c - the CPU SHAP path: per path, EXTEND the permutation
  * weights over every element, then UNWOUNDSUM each element out to get its
- * share of the leaf value. O(D^2) per (path, row).
+ * share of the leaf value, O(D^2) per (path, row); or the quadrature of
+ * ts_quadrature.c, chosen per call.
  */
 #include "ts_shap_cpu.h"
 
@@ -11,8 +12,8 @@
 #include <string.h>
 
 /* Three arrays of max_path_len doubles: weights, zero and one fractions. */
-size_t
-ts_shap_scratch_len(const TsPathTable *pt)
+static size_t
+dp_scratch_len(const TsPathTable *pt)
 {
 	return 3 * (size_t) (pt->max_path_len + 1);
 }
@@ -102,55 +103,45 @@ shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, doubl
 		out[pt->feature[start + e]] += ts_shap_unwound_sum(w, n - 1, z[e], o[e]) * (o[e] - z[e]) * v;
 }
 
-/* Add the contributions of the listed paths only (no bias, phi not cleared). */
-void
-ts_shap_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths, const float *row,
-				  double *phi, double *scratch)
-{
-	for (int64_t i = 0; i < npaths; i++)
-		shap_path(pt, paths[i], row, phi, scratch);
-}
-
-/* Contributions of one row over every path, plus the bias column. */
-void
-ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratch)
-{
-	size_t		width = (size_t) pt->num_features + 1;
-
-	memset(phi, 0, width * (size_t) pt->num_outputs * sizeof(double));
-	for (int64_t p = 0; p < pt->num_paths; p++)
-		shap_path(pt, p, row, phi, scratch);
-	for (int32_t k = 0; k < pt->num_outputs; k++)
-		phi[k * width + width - 1] = pt->bias[k];
-}
-
 size_t
 ts_cpu_scratch_len(const TsPathTable *pt)
 {
-	size_t		a = ts_shap_scratch_len(pt);
+	size_t		a = dp_scratch_len(pt);
 	size_t		b = ts_quad_scratch_len(pt);
 
 	return a > b ? a : b;
 }
 
-void
-ts_cpu_shap_row(const TsPathTable *pt, TsShapAlgorithm alg, const float *row, double *phi,
-				double *scratch)
+/* Add path p's contributions by the chosen algorithm. */
+static inline void
+add_path(const TsPathTable *pt, TsShapAlgorithm alg, int64_t p, const float *row, double *phi,
+		 double *scratch)
 {
 	if (alg == TS_SHAP_QUADRATURE)
-		ts_quad_row(pt, row, phi, scratch);
+		ts_quad_path(pt, p, row, phi, scratch);
 	else
-		ts_shap_row(pt, row, phi, scratch);
+		shap_path(pt, p, row, phi, scratch);
 }
 
 void
 ts_cpu_shap_add_paths(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t *paths, int64_t npaths,
 					  const float *row, double *phi, double *scratch)
 {
-	if (alg == TS_SHAP_QUADRATURE)
-		ts_quad_add_paths(pt, paths, npaths, row, phi, scratch);
-	else
-		ts_shap_add_paths(pt, paths, npaths, row, phi, scratch);
+	for (int64_t i = 0; i < npaths; i++)
+		add_path(pt, alg, paths[i], row, phi, scratch);
+}
+
+void
+ts_cpu_shap_row(const TsPathTable *pt, TsShapAlgorithm alg, const float *row, double *phi,
+				double *scratch)
+{
+	size_t		width = (size_t) pt->num_features + 1;
+
+	memset(phi, 0, width * (size_t) pt->num_outputs * sizeof(double));
+	for (int64_t p = 0; p < pt->num_paths; p++)
+		add_path(pt, alg, p, row, phi, scratch);
+	for (int32_t k = 0; k < pt->num_outputs; k++)
+		phi[k * width + width - 1] = pt->bias[k];
 }
 
 void

@@ -1,26 +1,13 @@
 /*
  * ts_shap_cpu.h - exact path-dependent TreeSHAP on the CPU, in double
- * precision, over a path table (EXTEND over each path, UNWOUNDSUM per
- * element). Output layout is XGBoost's pred_contribs: for each output,
- * num_features contributions followed by the bias.
+ * precision, over a path table: EXTEND over each path and UNWOUNDSUM per
+ * element, or quadrature (ts_quadrature.h). Output layout is XGBoost's
+ * pred_contribs: for each output, num_features contributions, then the bias.
  */
 #ifndef TS_SHAP_CPU_H
 #define TS_SHAP_CPU_H
 
 #include "ts_paths.h"
-
-/* Scratch doubles ts_shap_row needs. */
-extern size_t ts_shap_scratch_len(const TsPathTable *pt);
-
-/*
- * Contributions of one row (float32 features, NaN = missing) into phi, of
- * num_outputs * (num_features + 1) doubles; phi is overwritten.
- */
-extern void ts_shap_row(const TsPathTable *pt, const float *row, double *phi, double *scratch);
-
-/* Add the contributions of the listed paths to phi (not cleared; no bias). */
-extern void ts_shap_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t npaths,
-							  const float *row, double *phi, double *scratch);
 
 /* The CPU algorithms: EXTEND/UNWOUNDSUM (GPUTreeShap's) or Gauss-Legendre quadrature. */
 typedef enum TsShapAlgorithm
@@ -32,11 +19,14 @@ typedef enum TsShapAlgorithm
 /* Scratch doubles either algorithm needs. */
 extern size_t ts_cpu_scratch_len(const TsPathTable *pt);
 
-/* ts_shap_row or ts_quad_row. */
+/*
+ * Contributions of one row (float32 features, NaN = missing) into phi, of
+ * num_outputs * (num_features + 1) doubles; phi is overwritten.
+ */
 extern void ts_cpu_shap_row(const TsPathTable *pt, TsShapAlgorithm alg, const float *row,
 							double *phi, double *scratch);
 
-/* ts_shap_add_paths or ts_quad_add_paths. */
+/* Add the contributions of the listed paths to phi (not cleared; no bias). */
 extern void ts_cpu_shap_add_paths(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t *paths,
 								  int64_t npaths, const float *row, double *phi, double *scratch);
 

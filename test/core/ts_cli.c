@@ -15,7 +15,6 @@
 #include "../../src/ts_model.h"
 #include "../../src/ts_pack.h"
 #include "../../src/ts_paths.h"
-#include "../../src/ts_quadrature.h"
 #include "../../src/ts_shap_cpu.h"
 #include "../../src/ts_tool.h"
 
@@ -60,8 +59,8 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	size_t		inter_len = (size_t) m->num_outputs * sel->count * m->num_features;
 	double	   *inter = malloc(sizeof(double) * (inter_len > 0 ? inter_len : 1));
 
-	if (ts_quad_scratch_len(pt) > scratch_len)
-		scratch_len = ts_quad_scratch_len(pt);
+	if (ts_cpu_scratch_len(pt) > scratch_len)
+		scratch_len = ts_cpu_scratch_len(pt);
 	scratch = malloc(sizeof(double) * scratch_len);
 	for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++)
 	{
@@ -69,8 +68,8 @@ exercise(const TsModel *m, const TsPathTable *pt)
 			row[j] = values[(v + (size_t) j) % (sizeof(values) / sizeof(values[0]))];
 		ts_model_prepare_row(m, row);
 		ts_model_predict_margin(m, row, margin);
-		ts_shap_row(pt, row, phi, scratch);
-		ts_quad_row(pt, row, phi, scratch);
+		ts_cpu_shap_row(pt, TS_SHAP_TREESHAP, row, phi, scratch);
+		ts_cpu_shap_row(pt, TS_SHAP_QUADRATURE, row, phi, scratch);
 		if (inter_len <= 1 << 20)	/* interactions of models up to ~1000 features */
 		{
 			ts_interactions_row(pt, row, TS_INTERACTION_SHAPLEY, sel, inter, scratch);
@@ -96,7 +95,7 @@ run_rows(const TsModel *m, const char *csv, bool contribs, bool quad)
 	size_t		width = (size_t) m->num_outputs * (size_t) (m->num_features + 1);
 	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
 	double	   *phi = malloc(sizeof(double) * width);
-	double	   *scratch = malloc(sizeof(double) * (quad ? ts_quad_scratch_len(pt) : ts_shap_scratch_len(pt)));
+	double	   *scratch = malloc(sizeof(double) * ts_cpu_scratch_len(pt));
 
 	if (f == NULL)
 		return 2;
@@ -105,10 +104,7 @@ run_rows(const TsModel *m, const char *csv, bool contribs, bool quad)
 		parse_row(line, row, m);
 		if (contribs)
 		{
-			if (quad)
-				ts_quad_row(pt, row, phi, scratch);
-			else
-				ts_shap_row(pt, row, phi, scratch);
+			ts_cpu_shap_row(pt, quad ? TS_SHAP_QUADRATURE : TS_SHAP_TREESHAP, row, phi, scratch);
 			for (size_t i = 0; i < width; i++)
 				printf(i ? ",%.17g" : "%.17g", phi[i]);
 		}
