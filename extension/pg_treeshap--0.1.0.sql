@@ -192,6 +192,20 @@ CREATE TABLE treeshap.job_store (
 );
 COMMENT ON TABLE treeshap.job_store IS 'one row per explain_into job; written by its helpers only';
 
+/* The backend that holds the run lock of a target (see ts_jobs.c), or NULL. */
+CREATE FUNCTION treeshap._job_lock_holder(target text)
+RETURNS integer
+LANGUAGE sql STABLE
+AS $$
+    SELECT k.pid FROM pg_catalog.pg_locks k
+     WHERE k.locktype = 'advisory' AND k.granted
+       AND k.database = (SELECT oid FROM pg_catalog.pg_database
+                          WHERE datname = pg_catalog.current_database())
+       AND k.classid = 1953720432::oid AND k.objsubid = 2
+       AND k.objid = pg_catalog.hashtext(target)::oid
+     LIMIT 1;
+$$;
+
 -- A run marked running whose backend no longer holds the target's lock was
 -- terminated, crashed or lost its server: it is shown as failed.
 CREATE VIEW treeshap.jobs AS
@@ -206,13 +220,7 @@ SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
             ELSE j.error END AS error,
        j.pid
   FROM treeshap.job_store j,
-       LATERAL (SELECT EXISTS (
-           SELECT 1 FROM pg_catalog.pg_locks k
-            WHERE k.locktype = 'advisory' AND k.granted AND k.pid = j.pid
-              AND k.database = (SELECT oid FROM pg_catalog.pg_database
-                                 WHERE datname = pg_catalog.current_database())
-              AND k.classid = 1953720432::oid AND k.objsubid = 2
-              AND k.objid = pg_catalog.hashtext(j.target)::oid) AS held) l;
+       LATERAL (SELECT coalesce(treeshap._job_lock_holder(j.target) = j.pid, false) AS held) l;
 COMMENT ON VIEW treeshap.jobs IS 'explain_into jobs: progress of the current or last run';
 
 GRANT SELECT ON treeshap.job_store, treeshap.jobs TO PUBLIC;
@@ -510,10 +518,7 @@ BEGIN
         RAISE EXCEPTION 'an explain_into job into % is already running', tgt
               USING ERRCODE = 'lock_not_available',
                     DETAIL = format('Backend %s holds the lock of this target; see treeshap.jobs.',
-                                    (SELECT l.pid FROM pg_locks l
-                                      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-                                        AND l.classid = 1953720432::oid AND l.objid = hashtext(tgt)::oid
-                                      LIMIT 1));
+                                    treeshap._job_lock_holder(tgt));
     END IF;
 
     -- running (and visible to others) from here, while the rows to do are counted
