@@ -35,7 +35,7 @@ ifeq ($(WITH_CUDA),yes)
 endif
 
 ifneq ($(NVCC),)
-  CUDA_OBJS = src/ts_gpu.o cuda/ts_device.o cuda/ts_shap.o
+  CUDA_OBJS = src/ts_gpu.o src/ts_gpu_quad.o cuda/ts_device.o cuda/ts_shap.o cuda/ts_quad.o
   OBJS += $(CUDA_OBJS)
   PG_CPPFLAGS += -DTS_WITH_CUDA
   SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
@@ -51,7 +51,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*.h) cuda/ts_cuda.h
 
-cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh
+cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 EXTRA_CLEAN = cuda/*.o

@@ -7,6 +7,7 @@ XGBoost (C API through ctypes), write the model, 10,000 rows to explain
 
 Writes WORK_DIR/NAME.json, NAME.rows.f32, NAME.csv and appends one JSON
 record per model to WORK_DIR/results.jsonl. Models already trained are reused.
+TS_BENCH_TRAIN_ONLY=1 skips the XGBoost timings (for kernel work).
 """
 import gzip
 import json
@@ -159,7 +160,8 @@ def main():
         with open(os.path.join(work, name + ".csv"), "w") as f:
             for i, r in enumerate(rows32):
                 f.write(str(i) + "," + ",".join("" if np.isnan(v) else repr(float(v)) for v in r) + "\n")
-        n, rate = time_contribs(xgb, booster, rows32)
+        n, rate = ((None, None) if os.environ.get("TS_BENCH_TRAIN_ONLY")
+                   else time_contribs(xgb, booster, rows32))
         inter_n, inter_rate = (time_interactions(xgb, booster, rows32)
                                if os.environ.get("TS_BENCH_INTERACTIONS") else (None, None))
         xgb.free_booster(booster)

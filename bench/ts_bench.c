@@ -79,11 +79,12 @@ max_deviation(const TsPathTable *pt, const float *x, int32_t check_rows, const d
 	return worst;
 }
 
-/* Time one precision, check it against the CPU and against a second run. */
+/* Time one kernel family and precision, check it against the CPU and against a second run. */
 static int
 report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, int32_t check_rows,
-			  TsGpuPrecision precision, const char *name)
+			  TsGpuAlgorithm algorithm, TsGpuPrecision precision, const char *name)
 {
+	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0, algorithm};
 	const TsPathTable *pt = plan->paths;
 	size_t		count = (size_t) nrows * pt->num_outputs * (pt->num_features + 1);
 	double	   *first = malloc(sizeof(double) * count);
@@ -94,8 +95,8 @@ report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, in
 	char		msg[256] = "";
 	bool		identical;
 
-	if (ts_gpu_time_kernel(plan->table, x, nrows, precision, NULL, reps, &seconds, first, msg, sizeof(msg)) != TS_GPU_OK ||
-		ts_gpu_time_kernel(plan->table, x, nrows, precision, NULL, 0, &again, second, msg, sizeof(msg)) != TS_GPU_OK)
+	if (ts_gpu_time_kernel(plan->table, x, nrows, precision, &job, reps, &seconds, first, msg, sizeof(msg)) != TS_GPU_OK ||
+		ts_gpu_time_kernel(plan->table, x, nrows, precision, &job, 0, &again, second, msg, sizeof(msg)) != TS_GPU_OK)
 	{
 		fprintf(stderr, "ts_bench: %s\n", msg);
 		return 1;
@@ -123,8 +124,8 @@ report_interactions(const TsGpuPlan *plan, const float *x, int32_t nrows, int32_
 {
 	const TsPathTable *pt = plan->paths;
 	TsFeatureSelection *sel = ts_selection_make(pt->num_features, NULL, 0);
-	TsGpuJob	job = {TS_GPU_JOB_SHAPLEY_INTERACTIONS, sel->slot, sel->count};
-	TsGpuJob	importance = {TS_GPU_JOB_IMPORTANCE, NULL, 0};
+	TsGpuJob	job = {TS_GPU_JOB_SHAPLEY_INTERACTIONS, sel->slot, sel->count, TS_GPU_ALG_TREESHAP};
+	TsGpuJob	importance = {TS_GPU_JOB_IMPORTANCE, NULL, 0, TS_GPU_ALG_QUADRATURE};
 	size_t		width = (size_t) pt->num_outputs * sel->count * pt->num_features;
 	int32_t		check = nrows < 2 ? nrows : 2;
 	double	   *gpu = malloc(sizeof(double) * width * nrows);
@@ -224,8 +225,10 @@ main(int argc, char **argv)
 	}
 	printf("\"long_paths\": %lld, \"rows\": %d, \"check_rows\": %d, ",
 		   (long long) plan->packing->num_long, nrows, check_rows);
-	if (report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_FLOAT64, "double") != 0 ||
-		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_FLOAT32, "single") != 0 ||
+	if (report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_TREESHAP, TS_GPU_FLOAT64, "double") != 0 ||
+		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_TREESHAP, TS_GPU_FLOAT32, "single") != 0 ||
+		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_QUADRATURE, TS_GPU_FLOAT64, "quad_double") != 0 ||
+		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_QUADRATURE, TS_GPU_FLOAT32, "quad_single") != 0 ||
 		(interaction_rows > 0 &&
 		 report_interactions(plan, x, interaction_rows < nrows ? interaction_rows : nrows, nrows, reps) != 0))
 		return 1;

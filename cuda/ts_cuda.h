@@ -78,16 +78,90 @@ typedef enum TsGpuJobKind
 	TS_GPU_JOB_IMPORTANCE = 3	/* per batch: outputs x features sums of |phi|, then of phi */
 } TsGpuJobKind;
 
+/*
+ * The kernel family of SHAP and importance jobs: the seed's warp DP over the
+ * packed bins, or Gauss-Legendre quadrature over the chunked layout
+ * (TsGpuQuadDesc). Interaction jobs always take the DP.
+ */
+typedef enum TsGpuAlgorithm
+{
+	TS_GPU_ALG_TREESHAP = 0,
+	TS_GPU_ALG_QUADRATURE = 1
+} TsGpuAlgorithm;
+
 typedef struct TsGpuJob
 {
 	TsGpuJobKind kind;
 	const int32_t *feature_slot;	/* interactions: per feature, its selected row or -1 */
 	int32_t		selected;		/* interactions: number of selected features */
+	TsGpuAlgorithm algorithm;	/* SHAP and importance */
 } TsGpuJob;
 
 /* Doubles a job's result holds for a batch of nrows rows. */
 size_t		ts_gpu_job_result_len(const TsGpuJob *job, int32_t num_outputs, int32_t num_features,
 								  int32_t nrows);
+
+/*
+ * The quadrature layout of the same path table (src/ts_gpu_quad.c builds it).
+ * Paths run in chunks; a block explains a tile of rows with one chunk,
+ * summing each row's contributions per chunk slot (a distinct output x
+ * feature column of the chunk) in shared memory, then adds the slot sums
+ * to the global accumulators: at most TS_GPU_QUAD_MAX_SLOTS slots per chunk.
+ *
+ * A path of d unique features takes n = ceil(d / 2) Gauss-Legendre nodes t_i
+ * (weights w_i) and np = n rounded up to even coefficients per block: first
+ * P_i = v prod_j a_j(t_i), then per element r_i = b(t_i) / a(t_i) and
+ * A_i = w_i (1 - z) / a(t_i), where a(t) = z + t (1 - z) is the element's
+ * factor when the row satisfies it and b(t) = z (1 - t) when not. A row's
+ * g_i = P_i * prod over unsatisfied elements of r_i gives phi = sum_i g_i A_i
+ * for a satisfied element and -sum_i g_i w_i / (1 - t_i) for the others.
+ */
+#define TS_GPU_QUAD_MAX_POINTS 16
+#define TS_GPU_QUAD_MAX_SLOTS 64
+#define TS_GPU_QUAD_MISSING 0x10000 /* element flags: a missing x satisfies it */
+#define TS_GPU_QUAD_CATEGORICAL 0x20000 /* its category set is at cat_pool + elem_cat[e] */
+
+typedef struct TsGpuQuadElem
+{
+	float		lower;			/* a present x satisfies lower <= x < upper ... */
+	float		upper;
+	int32_t		feature;
+	int32_t		slot_flags;		/* chunk slot (low 16 bits) | TS_GPU_QUAD_* */
+} TsGpuQuadElem;
+
+typedef struct TsGpuQuadPath
+{
+	int64_t		elem;			/* first element */
+	int64_t		coef;			/* first coefficient */
+	int32_t		d;				/* elements (unique features; no root) */
+	int32_t		n;				/* nodes */
+} TsGpuQuadPath;
+
+typedef struct TsGpuQuadChunk
+{
+	int64_t		path_lo;		/* paths [path_lo, path_hi) */
+	int64_t		path_hi;
+	int64_t		slot_start;		/* its slots' columns: slot_column + slot_start */
+	int64_t		slots;
+} TsGpuQuadChunk;
+
+typedef struct TsGpuQuadDesc
+{
+	const TsGpuQuadChunk *chunks;
+	int64_t		num_chunks;
+	const TsGpuQuadPath *paths;
+	int64_t		num_paths;
+	const TsGpuQuadElem *elems;
+	const int32_t *elem_cat;	/* per element: category set offset, or -1 */
+	int64_t		num_elems;
+	const double *coef;
+	int64_t		num_coef;
+	const int32_t *slot_column; /* output * num_features + feature */
+	int64_t		num_slots;
+	int32_t		max_points;		/* largest n */
+	/* w_i / (1 - t_i) of the n-point rule at [n][i] */
+	double		unsat_weight[TS_GPU_QUAD_MAX_POINTS + 1][TS_GPU_QUAD_MAX_POINTS];
+} TsGpuQuadDesc;
 
 /* A packed path table as the host hands it over. */
 typedef struct TsGpuTableDesc
@@ -100,6 +174,7 @@ typedef struct TsGpuTableDesc
 	const uint32_t *cat_pool;	/* category sets (src/ts_catset.h layout); NULL when none */
 	int64_t		cat_pool_len;	/* words */
 	double		fixed_scale;	/* contributions are summed as round(phi * scale) in int64 */
+	const TsGpuQuadDesc *quad;	/* the quadrature layout; NULL: DP only */
 } TsGpuTableDesc;
 
 typedef struct TsGpuTable TsGpuTable;	/* device copy of a packed table */

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "ts_cuda_status.h"
+#include "ts_quad.cuh"
 #include "ts_warp_dp.cuh"
 
 struct TsGpuTable
@@ -24,6 +25,7 @@ struct TsGpuTable
 	TsGpuLane  *lanes;
 	double	   *bias;
 	uint32_t   *cat_pool;		/* nullptr when the model has no categorical splits */
+	TsQuadTable *quad;			/* nullptr without a quadrature layout */
 	int64_t		num_bins;
 	int32_t		num_features;
 	int32_t		num_outputs;
@@ -37,6 +39,7 @@ struct TsGpuSlot
 	float	   *host_x;
 	double	   *host_phi;
 	float	   *dev_x;
+	float	   *dev_x_t;		/* quadrature: the input feature-major */
 	unsigned long long *dev_acc;
 	double	   *dev_phi;
 };
@@ -162,11 +165,21 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins,
 	}
 }
 
+/*
+ * Where the accumulator of (row, column) is, column = output * features +
+ * feature: the DP's rows are contiguous, quadrature's columns.
+ */
+struct AccLayout
+{
+	size_t		row_stride;
+	size_t		column_stride;
+};
+
 /* Fixed point to double, in pred_contribs layout with the bias column. */
 __global__ void
-finalize_kernel(const unsigned long long *__restrict__ acc, const double *__restrict__ bias,
-				int32_t nrows, int32_t num_features, int32_t num_outputs, double inv_scale,
-				double *__restrict__ phi)
+finalize_kernel(const unsigned long long *__restrict__ acc, AccLayout layout,
+				const double *__restrict__ bias, int32_t nrows, int32_t num_features,
+				int32_t num_outputs, double inv_scale, double *__restrict__ phi)
 {
 	size_t		width = (size_t) num_features + 1;
 	size_t		total = (size_t) nrows * num_outputs * width;
@@ -176,9 +189,12 @@ finalize_kernel(const unsigned long long *__restrict__ acc, const double *__rest
 	{
 		size_t		j = i % width;
 		size_t		row_group = i / width;
+		size_t		group = row_group % num_outputs;
+		size_t		row = row_group / num_outputs;
 
-		phi[i] = j == (size_t) num_features ? bias[row_group % num_outputs]
-			: (double) (long long) acc[row_group * num_features + j] * inv_scale;
+		phi[i] = j == (size_t) num_features ? bias[group]
+			: (double) (long long) acc[row * layout.row_stride +
+									   (group * num_features + j) * layout.column_stride] * inv_scale;
 	}
 }
 
@@ -198,8 +214,8 @@ to_double_kernel(const unsigned long long *__restrict__ acc, size_t count, doubl
  * in shared memory, so the order of additions is fixed and results repeat.
  */
 __global__ void
-importance_kernel(const unsigned long long *__restrict__ acc, int32_t nrows, size_t columns,
-				  double inv_scale, double *__restrict__ out)
+importance_kernel(const unsigned long long *__restrict__ acc, AccLayout layout, int32_t nrows,
+				  size_t columns, double inv_scale, double *__restrict__ out)
 {
 	__shared__ double abs_sum[kBlockThreads];
 	__shared__ double sum[kBlockThreads];
@@ -209,7 +225,8 @@ importance_kernel(const unsigned long long *__restrict__ acc, int32_t nrows, siz
 
 	for (int32_t r = threadIdx.x; r < nrows; r += blockDim.x)
 	{
-		double		phi = (double) (long long) acc[(size_t) r * columns + col] * inv_scale;
+		double		phi = (double) (long long) acc[(size_t) r * layout.row_stride +
+												  col * layout.column_stride] * inv_scale;
 
 		a += fabs(phi);
 		s += phi;
@@ -274,6 +291,13 @@ is_interaction(const TsGpuJob &job)
 	return job.kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS || job.kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
 }
 
+/* Whether a job runs the quadrature kernel: SHAP or importance, asked for, laid out. */
+bool
+uses_quadrature(const TsGpuTable *t, const TsGpuJob &job)
+{
+	return job.algorithm == TS_GPU_ALG_QUADRATURE && t->quad != nullptr && !is_interaction(job);
+}
+
 /* int64 accumulators a job needs per row. */
 size_t
 acc_per_row(const TsGpuTable *t, const TsGpuJob &job)
@@ -292,49 +316,62 @@ stride_blocks(size_t count)
 	return (unsigned) (blocks < 1 ? 1 : blocks < 65536 ? blocks : 65536);
 }
 
+/* Enqueue the seed's DP kernel over the packed bins (row-major accumulators). */
+cudaError_t
+enqueue_dp(const TsGpuTable *t, const float *x, int32_t nrows, TsGpuPrecision precision,
+		   const TsGpuJob &job, const int32_t *slot, unsigned long long *acc, cudaStream_t stream)
+{
+	LaunchPlan	p = plan_launch(t, nrows);
+	Target		target = {acc, acc_per_row(t, job), t->num_features, slot, job.selected};
+
+	if (p.blocks > 0x7fffffffLL)
+		return cudaErrorInvalidConfiguration;
+	if (t->num_bins == 0)
+		return cudaSuccess;
+	if (precision == TS_GPU_FLOAT32)
+		launch_variant<float>(t, p, x, nrows, job, target, stream);
+	else
+		launch_variant<double>(t, p, x, nrows, job, target, stream);
+	return cudaGetLastError();
+}
+
 /*
  * Enqueue the device work of one batch: zero, the job's kernel, then
  * finalise into out (SHAP with the bias column, interaction terms, or
- * importance sums). slot is the device copy of job.feature_slot.
+ * importance sums). slot is the device copy of job.feature_slot; x_t the
+ * quadrature kernel's transposed input.
  */
 cudaError_t
-enqueue_explain(const TsGpuTable *t, const float *x, int32_t nrows, TsGpuPrecision precision,
-				const TsGpuJob &job, const int32_t *slot, unsigned long long *acc, double *out,
-				cudaStream_t stream)
+enqueue_explain(const TsGpuTable *t, const float *x, float *x_t, int32_t nrows,
+				TsGpuPrecision precision, const TsGpuJob &job, const int32_t *slot,
+				unsigned long long *acc, double *out, cudaStream_t stream)
 {
 	size_t		acc_count = (size_t) nrows * acc_per_row(t, job);
-	LaunchPlan	p = plan_launch(t, nrows);
-	Target		target = {acc, acc_per_row(t, job), t->num_features, slot, job.selected};
+	bool		quad = uses_quadrature(t, job);
+	AccLayout	layout = {quad ? 1 : acc_per_row(t, job), quad ? (size_t) nrows : 1};
 	cudaError_t rc;
 
 	if (nrows <= 0)
 		return cudaSuccess;
-	if (p.blocks > 0x7fffffffLL)
-		return cudaErrorInvalidConfiguration;
 	rc = cudaMemsetAsync(acc, 0, acc_count * sizeof(*acc), stream);
 	if (rc != cudaSuccess)
 		return rc;
-	if (t->num_bins > 0)
-	{
-		if (precision == TS_GPU_FLOAT32)
-			launch_variant<float>(t, p, x, nrows, job, target, stream);
-		else
-			launch_variant<double>(t, p, x, nrows, job, target, stream);
-		rc = cudaGetLastError();
-		if (rc != cudaSuccess)
-			return rc;
-	}
+	rc = quad ? ts_quad_enqueue(t->quad, t->cat_pool, x, x_t, nrows, precision == TS_GPU_FLOAT32,
+								t->scale, acc, stream)
+		: enqueue_dp(t, x, nrows, precision, job, slot, acc, stream);
+	if (rc != cudaSuccess)
+		return rc;
 	if (is_interaction(job))
 		to_double_kernel<<<stride_blocks(acc_count), 256, 0, stream>>>(acc, acc_count, 1.0 / t->scale, out);
 	else if (job.kind == TS_GPU_JOB_IMPORTANCE)
 		importance_kernel<<<(unsigned) acc_per_row(t, job), kBlockThreads, 0, stream>>>(
-			acc, nrows, acc_per_row(t, job), 1.0 / t->scale, out);
+			acc, layout, nrows, acc_per_row(t, job), 1.0 / t->scale, out);
 	else
 	{
 		size_t		phi_count = (size_t) nrows * t->num_outputs * (t->num_features + 1);
 
 		finalize_kernel<<<stride_blocks(phi_count), 256, 0, stream>>>(
-			acc, t->bias, nrows, t->num_features, t->num_outputs, 1.0 / t->scale, out);
+			acc, layout, t->bias, nrows, t->num_features, t->num_outputs, 1.0 / t->scale, out);
 	}
 	return cudaGetLastError();
 }
@@ -392,6 +429,8 @@ slot_create(TsGpuSlot *s, const TsGpuTable *t, int32_t max_rows, const TsGpuJob 
 		(rc = pinned_alloc(&s->host_x, rows * t->num_features)) != cudaSuccess ||
 		(rc = pinned_alloc(&s->host_phi, phi)) != cudaSuccess ||
 		(rc = device_alloc(&s->dev_x, rows * t->num_features)) != cudaSuccess ||
+		(uses_quadrature(t, job) &&
+		 (rc = device_alloc(&s->dev_x_t, ts_quad_input_len(t->quad, max_rows))) != cudaSuccess) ||
 		(rc = device_alloc(&s->dev_acc, acc)) != cudaSuccess ||
 		(rc = device_alloc(&s->dev_phi, phi)) != cudaSuccess)
 		return rc;
@@ -410,6 +449,7 @@ slot_free(TsGpuSlot *s)
 	cudaFreeHost(s->host_x);
 	cudaFreeHost(s->host_phi);
 	cudaFree(s->dev_x);
+	cudaFree(s->dev_x_t);
 	cudaFree(s->dev_acc);
 	cudaFree(s->dev_phi);
 	memset(s, 0, sizeof(*s));
@@ -420,7 +460,7 @@ slot_free(TsGpuSlot *s)
 bool
 job_or_default(const TsGpuJob *in, const TsGpuTable *t, TsGpuJob *job, char *msg, size_t msglen)
 {
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, nullptr, 0};
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, nullptr, 0, TS_GPU_ALG_TREESHAP};
 
 	*job = in != nullptr ? *in : shap;
 	if (is_interaction(*job) &&
@@ -484,7 +524,9 @@ ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out, char *msg, siz
 			(rc = device_alloc(&t->bias, (size_t) desc->num_outputs)) != cudaSuccess ||
 			(rc = cudaMemcpy(t->lanes, desc->lanes, nlanes * sizeof(TsGpuLane), cudaMemcpyHostToDevice)) != cudaSuccess ||
 			(rc = cudaMemcpy(t->bias, desc->bias, desc->num_outputs * sizeof(double), cudaMemcpyHostToDevice)) != cudaSuccess ||
-			(rc = upload_cat_pool(t, desc)) != cudaSuccess)
+			(rc = upload_cat_pool(t, desc)) != cudaSuccess ||
+			(desc->quad != nullptr &&
+			 (rc = ts_quad_upload(desc->quad, desc->num_features, desc->num_outputs, &t->quad)) != cudaSuccess))
 		{
 			ts_gpu_table_free(t);
 			return ts_cuda_status(rc, "uploading the path table", msg, msglen);
@@ -509,6 +551,7 @@ ts_gpu_table_free(TsGpuTable *table)
 		cudaFree(table->lanes);
 		cudaFree(table->bias);
 		cudaFree(table->cat_pool);
+		ts_quad_free(table->quad);
 		cudaGetLastError();
 		delete table;
 	}
@@ -587,8 +630,8 @@ ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, si
 			return TS_GPU_ERROR;
 		}
 		if ((rc = cudaMemcpyAsync(s->dev_x, s->host_x, x_bytes, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess ||
-			(rc = enqueue_explain(t, s->dev_x, nrows, runner->precision, runner->job, runner->dev_slot,
-								  s->dev_acc, s->dev_phi, s->stream)) != cudaSuccess ||
+			(rc = enqueue_explain(t, s->dev_x, s->dev_x_t, nrows, runner->precision, runner->job,
+								  runner->dev_slot, s->dev_acc, s->dev_phi, s->stream)) != cudaSuccess ||
 			(rc = cudaMemcpyAsync(s->host_phi, s->dev_phi, phi_bytes, cudaMemcpyDeviceToHost, s->stream)) != cudaSuccess)
 			return ts_cuda_status(rc, "starting a batch", msg, msglen);
 		return TS_GPU_OK;
@@ -677,6 +720,8 @@ ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
 		phi_count = ts_gpu_job_result_len(&job, table->num_outputs, table->num_features, nrows);
 		if ((rc = upload_slots(table, job, &dev_slot)) != cudaSuccess ||
 			(rc = device_alloc(&s.dev_x, (size_t) nrows * table->num_features)) != cudaSuccess ||
+			(uses_quadrature(table, job) &&
+			 (rc = device_alloc(&s.dev_x_t, ts_quad_input_len(table->quad, nrows))) != cudaSuccess) ||
 			(rc = device_alloc(&s.dev_acc, (size_t) nrows * acc_per_row(table, job))) != cudaSuccess ||
 			(rc = device_alloc(&s.dev_phi, phi_count)) != cudaSuccess ||
 			(rc = cudaMemcpy(s.dev_x, x, (size_t) nrows * table->num_features * sizeof(float), cudaMemcpyHostToDevice)) != cudaSuccess ||
@@ -692,7 +737,8 @@ ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
 			float		ms = 0.0f;
 
 			cudaEventRecord(start, 0);
-			rc = enqueue_explain(table, s.dev_x, nrows, precision, job, dev_slot, s.dev_acc, s.dev_phi, 0);
+			rc = enqueue_explain(table, s.dev_x, s.dev_x_t, nrows, precision, job, dev_slot, s.dev_acc,
+								 s.dev_phi, 0);
 			cudaEventRecord(stop, 0);
 			if (rc == cudaSuccess)
 				rc = cudaEventSynchronize(stop);

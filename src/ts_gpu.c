@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts_gpu_quad.h"
 #include "ts_shap_cpu.h"
 
 /*
@@ -112,7 +113,9 @@ ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out, char 
 	desc.cat_pool = pt->cat_pool;
 	desc.cat_pool_len = pt->cat_pool_len;
 	desc.fixed_scale = plan->fixed_scale;
+	desc.quad = ts_gpu_quad_build(pt);
 	rc = ts_gpu_table_upload(&desc, &plan->table, msg, msglen);
+	ts_gpu_quad_free((TsGpuQuadDesc *) desc.quad);
 	ts_free(lanes);
 	if (rc != TS_GPU_OK)
 	{

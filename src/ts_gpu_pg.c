@@ -119,7 +119,8 @@ free_runner(void *arg)
 static TsGpuJob
 job_for(const TsRunSpec *spec, bool host_importance)
 {
-	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0};
+	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0,
+	ts_gpu_quadrature() ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP};
 
 	if (spec->kind == TS_RUN_INTERACTIONS)
 	{

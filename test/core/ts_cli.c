@@ -1,16 +1,20 @@
 /*
  * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
- *   ts_cli contribs MODEL CSV [treeshap|quadrature]
- *                               print pred_contribs rows (outputs x (features+1))
+ *   ts_cli contribs MODEL CSV [treeshap|quadrature|gpu-layout]
+ *                               print pred_contribs rows (outputs x (features+1));
+ *                               gpu-layout evaluates the GPU quadrature layout
+ *                               (src/ts_gpu_quad.c) on the host as the kernel does
  *   ts_cli margin MODEL CSV     print margins
  *   ts_cli interactions MODEL CSV [shapley|taylor [F,F...]]
  *                               print interaction rows (outputs x selected x features)
  *                               of the listed feature indices, or of all
  *   ts_cli load MODEL...        read each model, print "ok" or the error
  *   ts_cli pack MODEL           pack with NF, FFD and BFD; check every packing is
- *                               valid (each short path once, no bin over 32 lanes)
+ *                               valid (each short path once, no bin over 32 lanes),
+ *                               and the GPU quadrature layout (slots, offsets)
  * CSV rows hold feature values only; an empty field or "nan" is missing.
  */
+#include "../../src/ts_gpu_quad.h"
 #include "../../src/ts_interactions.h"
 #include "../../src/ts_model.h"
 #include "../../src/ts_pack.h"
@@ -44,6 +48,97 @@ parse_row(char *line, float *row, const TsModel *m)
 	ts_model_prepare_row(m, row);
 }
 
+/* Paths the GPU leaves to the CPU route: more elements than a warp's lanes. */
+static int64_t *
+long_paths(const TsPathTable *pt, int64_t *count)
+{
+	int64_t    *out = malloc(sizeof(int64_t) * (size_t) (pt->num_paths + 1));
+
+	*count = 0;
+	for (int64_t p = 0; p < pt->num_paths; p++)
+		if (pt->path_start[p + 1] - pt->path_start[p] > TS_PACK_LANES)
+			out[(*count)++] = p;
+	return out;
+}
+
+/* Whether x satisfies layout element e, as cuda/ts_quad.cu tests it. */
+static bool
+layout_satisfies(const TsPathTable *pt, const TsGpuQuadDesc *q, int64_t e, float x)
+{
+	const TsGpuQuadElem *el = &q->elems[e];
+
+	if (isnan(x))
+		return (el->slot_flags & TS_GPU_QUAD_MISSING) != 0;
+	if (!(el->lower <= x && x < el->upper))
+		return false;
+	return (el->slot_flags & TS_GPU_QUAD_CATEGORICAL) == 0 ||
+		ts_catset_contains(pt->cat_pool + q->elem_cat[e], x);
+}
+
+/* One layout path for one row, added to the chunk's slot sums (cuda/ts_quad.cu's quad_path). */
+static void
+layout_path(const TsPathTable *pt, const TsGpuQuadDesc *q, const TsGpuQuadPath *path,
+			const float *row, double *slot_sum)
+{
+	int32_t		n = path->n;
+	int32_t		np = n + (n & 1);
+	const double *c = q->coef + path->coef;
+	double		g[TS_GPU_QUAD_MAX_POINTS];
+	double		unsat_sum = 0.0;
+	uint32_t	unsat = 0;
+
+	for (int32_t i = 0; i < n; i++)
+		g[i] = c[i];
+	for (int32_t k = 0; k < path->d; k++)
+	{
+		int64_t		e = path->elem + k;
+
+		if (layout_satisfies(pt, q, e, row[q->elems[e].feature]))
+			continue;
+		unsat |= 1u << k;
+		for (int32_t i = 0; i < n; i++)
+			g[i] *= c[np + 2 * np * k + i];
+	}
+	for (int32_t i = 0; i < n; i++)
+		unsat_sum += g[i] * q->unsat_weight[n][i];
+	for (int32_t k = 0; k < path->d; k++)
+	{
+		double		s = 0.0;
+
+		for (int32_t i = 0; i < n; i++)
+			s += g[i] * c[np + 2 * np * k + np + i];
+		slot_sum[q->elems[path->elem + k].slot_flags & 0xffff] += (unsat >> k) & 1u ? -unsat_sum : s;
+	}
+}
+
+/* A pred_contribs row from the GPU layout, the CPU route's long paths and the bias. */
+static void
+layout_shap_row(const TsPathTable *pt, const TsGpuQuadDesc *q, const int64_t *longs, int64_t nlong,
+				const float *row, double *phi, double *scratch)
+{
+	size_t		width = (size_t) pt->num_features + 1;
+	double		slot_sum[TS_GPU_QUAD_MAX_SLOTS];
+
+	memset(phi, 0, sizeof(double) * width * (size_t) pt->num_outputs);
+	for (int32_t k = 0; k < pt->num_outputs; k++)
+		phi[k * width + pt->num_features] = pt->bias[k];
+	for (int64_t c = 0; c < q->num_chunks; c++)
+	{
+		const TsGpuQuadChunk *ch = &q->chunks[c];
+
+		memset(slot_sum, 0, sizeof(slot_sum));
+		for (int64_t p = ch->path_lo; p < ch->path_hi; p++)
+			layout_path(pt, q, &q->paths[p], row, slot_sum);
+		for (int64_t s = 0; s < ch->slots; s++)
+		{
+			int32_t		col = q->slot_column[ch->slot_start + s];
+
+			phi[(size_t) (col / pt->num_features) * width + col % pt->num_features] += slot_sum[s];
+		}
+	}
+	ts_cpu_shap_add_paths(pt, TS_SHAP_QUADRATURE, longs, nlong, row, phi, scratch);
+}
+
 /* Predict and explain a few rows of edge values, interactions too (under the sanitisers, for the fuzz run). */
 static void
 exercise(const TsModel *m, const TsPathTable *pt)
@@ -59,6 +154,10 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	size_t		inter_len = (size_t) m->num_outputs * sel->count * m->num_features;
 	double	   *inter = malloc(sizeof(double) * (inter_len > 0 ? inter_len : 1));
 
+	TsGpuQuadDesc *q = ts_gpu_quad_build(pt);
+	int64_t		nlong;
+	int64_t    *longs = long_paths(pt, &nlong);
+
 	if (ts_cpu_scratch_len(pt) > scratch_len)
 		scratch_len = ts_cpu_scratch_len(pt);
 	scratch = malloc(sizeof(double) * scratch_len);
@@ -70,6 +169,7 @@ exercise(const TsModel *m, const TsPathTable *pt)
 		ts_model_predict_margin(m, row, margin);
 		ts_cpu_shap_row(pt, TS_SHAP_TREESHAP, row, phi, scratch);
 		ts_cpu_shap_row(pt, TS_SHAP_QUADRATURE, row, phi, scratch);
+		layout_shap_row(pt, q, longs, nlong, row, phi, scratch);
 		if (inter_len <= 1 << 20)	/* interactions of models up to ~1000 features */
 		{
 			ts_interactions_row(pt, row, TS_INTERACTION_SHAPLEY, sel, inter, scratch);
@@ -78,15 +178,17 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	}
 	free(inter);
 	ts_selection_free(sel);
+	ts_gpu_quad_free(q);
+	free(longs);
 	free(row);
 	free(phi);
 	free(margin);
 	free(scratch);
 }
 
-/* Run contribs (quad: by quadrature) or margin over every CSV line. */
+/* Run contribs (by the algorithm named: treeshap, quadrature, gpu-layout) or margin over every CSV line. */
 static int
-run_rows(const TsModel *m, const char *csv, bool contribs, bool quad)
+run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm)
 {
 	TsPathTable *pt = ts_paths_build(m);
 	FILE	   *f = fopen(csv, "r");
@@ -96,15 +198,23 @@ run_rows(const TsModel *m, const char *csv, bool contribs, bool quad)
 	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
 	double	   *phi = malloc(sizeof(double) * width);
 	double	   *scratch = malloc(sizeof(double) * ts_cpu_scratch_len(pt));
+	bool		layout = strcmp(algorithm, "gpu-layout") == 0;
+	TsGpuQuadDesc *q = layout ? ts_gpu_quad_build(pt) : NULL;
+	int64_t		nlong;
+	int64_t    *longs = long_paths(pt, &nlong);
 
 	if (f == NULL)
 		return 2;
 	while (getline(&line, &cap, f) > 0)
 	{
 		parse_row(line, row, m);
+		if (contribs && layout)
+			layout_shap_row(pt, q, longs, nlong, row, phi, scratch);
+		else if (contribs)
+			ts_cpu_shap_row(pt, strcmp(algorithm, "quadrature") == 0 ? TS_SHAP_QUADRATURE : TS_SHAP_TREESHAP,
+							row, phi, scratch);
 		if (contribs)
 		{
-			ts_cpu_shap_row(pt, quad ? TS_SHAP_QUADRATURE : TS_SHAP_TREESHAP, row, phi, scratch);
 			for (size_t i = 0; i < width; i++)
 				printf(i ? ",%.17g" : "%.17g", phi[i]);
 		}
@@ -121,6 +231,8 @@ run_rows(const TsModel *m, const char *csv, bool contribs, bool quad)
 	free(row);
 	free(phi);
 	free(scratch);
+	free(longs);
+	ts_gpu_quad_free(q);
 	ts_paths_free(pt);
 	return 0;
 }
@@ -214,6 +326,60 @@ check_packing(const TsPathTable *pt, TsPackAlgo algo)
 	return bad;
 }
 
+/*
+ * Check the GPU quadrature layout's invariants: each path of 1 to 31 unique
+ * features once, with its elements, nodes and coefficients where the path
+ * says; no chunk over TS_GPU_QUAD_MAX_SLOTS slots; every element's slot
+ * naming its own output x feature column. Returns 0 when valid.
+ */
+static int
+check_layout(const TsPathTable *pt)
+{
+	TsGpuQuadDesc *q = ts_gpu_quad_build(pt);
+	int64_t		expected = 0,
+				elems = 0,
+				coefs = 0;
+	int			bad = 0;
+
+	for (int64_t p = 0; p < pt->num_paths; p++)
+	{
+		int64_t		d = pt->path_start[p + 1] - pt->path_start[p] - 1;
+
+		expected += d >= 1 && d < TS_PACK_LANES;
+	}
+	bad |= q->num_paths != expected;
+	for (int64_t c = 0; c < q->num_chunks; c++)
+	{
+		const TsGpuQuadChunk *ch = &q->chunks[c];
+
+		bad |= ch->slots > TS_GPU_QUAD_MAX_SLOTS || ch->path_lo >= ch->path_hi ||
+			(c > 0 && ch->path_lo != q->chunks[c - 1].path_hi);
+		for (int64_t i = ch->path_lo; i < ch->path_hi; i++)
+		{
+			const TsGpuQuadPath *path = &q->paths[i];
+
+			bad |= path->elem != elems || path->coef != coefs || path->n != (path->d + 1) / 2 ||
+				path->n > q->max_points;
+			for (int32_t k = 0; k < path->d; k++)
+			{
+				int32_t		slot = q->elems[elems + k].slot_flags & 0xffff;
+
+				bad |= slot >= ch->slots ||
+					q->slot_column[ch->slot_start + slot] % pt->num_features != q->elems[elems + k].feature;
+			}
+			elems += path->d;
+			coefs += (int64_t) (path->n + (path->n & 1)) * (1 + 2 * path->d);
+		}
+	}
+	bad |= (q->num_chunks > 0 && q->chunks[q->num_chunks - 1].path_hi != q->num_paths) ||
+		elems != q->num_elems || coefs != q->num_coef;
+	printf("quadrature layout paths=%lld chunks=%lld slots=%lld nodes<=%d %s\n",
+		   (long long) q->num_paths, (long long) q->num_chunks, (long long) q->num_slots,
+		   q->max_points, bad ? "INVALID" : "valid");
+	ts_gpu_quad_free(q);
+	return bad;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -233,7 +399,7 @@ main(int argc, char **argv)
 		}
 		pt = ts_paths_build(m);
 		bad = check_packing(pt, TS_PACK_NEXT_FIT) + check_packing(pt, TS_PACK_FIRST_FIT_DECREASING) +
-			check_packing(pt, TS_PACK_BEST_FIT_DECREASING);
+			check_packing(pt, TS_PACK_BEST_FIT_DECREASING) + check_layout(pt);
 		ts_paths_free(pt);
 		ts_model_free(m);
 		free(buf);
@@ -286,12 +452,11 @@ main(int argc, char **argv)
 			rc = run_interactions(m, argv[3], argc > 4 ? argv[4] : "shapley",
 								  argc > 5 ? argv[5] : NULL);
 		else
-			rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0,
-						  argc > 4 && strcmp(argv[4], "quadrature") == 0);
+			rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0, argc > 4 ? argv[4] : "treeshap");
 		ts_model_free(m);
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|gpu-layout] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }
