@@ -2,6 +2,7 @@
 """Render bench/RESULTS.md from the records of bench/run.sh (results.jsonl).
 
     python3 bench/report.py RESULTS.jsonl MACHINE_LINE > RESULTS.md
+    python3 bench/report.py --quadrature RESULTS.jsonl   the kernel families' table alone
 """
 import json
 import sys
@@ -30,11 +31,34 @@ def ratio(a, b):
     return f"{a / b:.2f}" if a and b else "-"
 
 
-def main():
-    recs = {}
-    order = []
-    jobs = []
-    for line in open(sys.argv[1]):
+def quadrature_table(recs, order):
+    """Both GPU kernel families per model: rows/s in each precision, the ratio
+    quadrature / DP, against GPUTreeShap, deviation and determinism."""
+    out = ["| model | paths | DP double | quadrature double | ratio | DP single | quadrature single | ratio | "
+           "GPUTreeShap | quadrature double / GPUTreeShap | same, per leaf | dev quadrature double | "
+           "dev quadrature single | deterministic |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for n in order:
+        r = recs[n]
+        q = r.get("kernel.kernel_quad_double_rows_per_s")
+        if q is None:
+            continue
+        d, qs, ds = (r.get("kernel.kernel_double_rows_per_s"), r.get("kernel.kernel_quad_single_rows_per_s"),
+                     r.get("kernel.kernel_single_rows_per_s"))
+        ref, ref_leaves = REFERENCE.get(n, (None, None))
+        leaves = r.get("kernel.leaves")
+        per_leaf = q * leaves / ref_leaves if ref and leaves else None
+        det = r.get("kernel.deterministic_quad_double") and r.get("kernel.deterministic_quad_single")
+        out.append(f"| {n} | {r.get('kernel.paths', '-')} | {rate(d)} | {rate(q)} | {ratio(q, d)} | {rate(ds)} | "
+                   f"{rate(qs)} | {ratio(qs, ds)} | {rate(ref)} | {ratio(q, ref)} | {ratio(per_leaf, ref)} | "
+                   f"{r.get('kernel.max_dev_quad_double', '-')} | {r.get('kernel.max_dev_quad_single', '-')} | "
+                   f"{'yes' if det else 'NO'} |")
+    return out
+
+
+def read(path):
+    recs, order, jobs = {}, [], []
+    for line in open(path):
         r = json.loads(line)
         if r["kind"] == "jobs":  # several per model (batch sizes): a table of their own
             jobs.append(r)
@@ -44,6 +68,15 @@ def main():
             recs[name] = {}
             order.append(name)
         recs[name].update({f"{r['kind']}.{k}": v for k, v in r.items()})
+    return recs, order, jobs
+
+
+def main():
+    if sys.argv[1] == "--quadrature":
+        recs, order, _ = read(sys.argv[2])
+        print("\n".join(quadrature_table(recs, order)))
+        return
+    recs, order, jobs = read(sys.argv[1])
     out = ["# Benchmark results", "", sys.argv[2], "",
            "Produced by `bench/run.sh` (see its header). Models: XGBoost " +
            next(iter(recs.values())).get("xgboost.xgboost_version", "?") +
@@ -74,6 +107,11 @@ def main():
                    f"{rate(r.get('sql.long_rows_per_s'))} | {rate(r.get('sql.cpu_rows_per_s'))} | "
                    f"{rate(e)} | {ratio(c, b)} | {ratio(b, e)} | {ratio(c, e)} | {rate(ref)} | {ratio(b, ref)} | "
                    f"{ratio(per_leaf, ref)} |")
+    if any("kernel.kernel_quad_double_rows_per_s" in r for r in recs.values()):
+        out += ["", "## GPU kernel families: quadrature against the seed's DP", "",
+                "Kernel only, as (b): the quadrature family (the default) and the seed's "
+                "EXTEND/UNWOUNDSUM DP on the same path table; GPUTreeShap as in the first table.", ""]
+        out += quadrature_table(recs, order)
     out += ["", "## Bin packing (the paper's Table 5 columns)", "",
             "| model | paths | NF ms | NF util | NF bins | FFD ms | FFD util | FFD bins | BFD ms | BFD util | BFD bins |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

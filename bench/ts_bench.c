@@ -12,6 +12,7 @@
  * on two rows, and the feature-importance job over NROWS rows.
  */
 #include "../src/ts_gpu.h"
+#include "../src/ts_gpu_quad.h"
 #include "../src/ts_interactions.h"
 #include "../src/ts_model.h"
 #include "../src/ts_shap_cpu.h"
@@ -218,6 +219,10 @@ main(int argc, char **argv)
 	report_packing(pt, TS_PACK_NEXT_FIT);
 	report_packing(pt, TS_PACK_FIRST_FIT_DECREASING);
 	report_packing(pt, TS_PACK_BEST_FIT_DECREASING);
+	if (getenv("TS_QUAD_SLOTS") != NULL)
+		ts_gpu_quad_slot_cap = atoi(getenv("TS_QUAD_SLOTS"));
+	if (getenv("TS_QUAD_CHUNK") != NULL)
+		ts_gpu_quad_chunk_elems = atoi(getenv("TS_QUAD_CHUNK"));
 	if (ts_gpu_plan_build(pt, TS_PACK_BEST_FIT_DECREASING, &plan, msg, sizeof(msg)) != TS_GPU_OK)
 	{
 		fprintf(stderr, "ts_bench: %s\n", msg);
@@ -225,8 +230,9 @@ main(int argc, char **argv)
 	}
 	printf("\"long_paths\": %lld, \"rows\": %d, \"check_rows\": %d, ",
 		   (long long) plan->packing->num_long, nrows, check_rows);
-	if (report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_TREESHAP, TS_GPU_FLOAT64, "double") != 0 ||
-		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_TREESHAP, TS_GPU_FLOAT32, "single") != 0 ||
+	if ((getenv("TS_BENCH_QUAD_ONLY") == NULL &&
+		 (report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_TREESHAP, TS_GPU_FLOAT64, "double") != 0 ||
+		  report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_TREESHAP, TS_GPU_FLOAT32, "single") != 0)) ||
 		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_QUADRATURE, TS_GPU_FLOAT64, "quad_double") != 0 ||
 		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_QUADRATURE, TS_GPU_FLOAT32, "quad_single") != 0 ||
 		(interaction_rows > 0 &&

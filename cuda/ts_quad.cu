@@ -20,7 +20,20 @@
 namespace
 {
 
-constexpr int kQuadRows = 128;	/* rows, i.e. threads, of a block */
+constexpr int kQuadThreads = 128;	/* threads of a block */
+constexpr int kQuadRowsPerThread = 2;	/* rows each thread carries: shares every broadcast load */
+
+/*
+ * Blocks per multiprocessor the register budget allows: paths of up to 8
+ * features fit 64 registers; longer ones need 128 not to spill. Measured on
+ * an H200 with 1, 2 and 4 rows per thread and both budgets: this pairing
+ * was the fastest on every model of the benchmark.
+ */
+constexpr int
+min_blocks(int nmax)
+{
+	return nmax <= 4 ? 8 : 4;
+}
 
 /* w_i / (1 - t_i) of the n-point rule, at [n][i]: compile-time indices in the kernel */
 __constant__ double unsat_weight_double[TS_GPU_QUAD_MAX_POINTS + 1][TS_GPU_QUAD_MAX_POINTS];
@@ -97,91 +110,159 @@ quad_satisfies(const TsGpuQuadElem &e, int64_t ei, float x, const int32_t *__res
 }
 
 /*
- * One path of N nodes for the thread's row: g_i = P_i * prod of r_i over
- * the unsatisfied elements, then each element adds sum_i g_i A_i
- * (satisfied) or -sum_i g_i w_i / (1 - t_i) (not) to its slot.
+ * One path of N nodes (so d = 2N - 1 or 2N elements, loops unrolled) for
+ * the thread's RPT rows. First every element's test and slot, with all
+ * loads independent; then g_i = P_i * prod of r_i over the unsatisfied
+ * elements; then each element adds sum_i g_i A_i (satisfied) or
+ * -sum_i g_i w_i / (1 - t_i) (not) to its slot.
  */
-template <typename Real, int N>
+template <typename Real, int N, int RPT>
 __device__ __forceinline__ void
-quad_path(const QuadArgs<Real> &a, const TsGpuQuadPath &p, int32_t row, Real *acc)
+quad_path(const QuadArgs<Real> &a, const TsGpuQuadPath &p, const int32_t (&row)[RPT], Real *acc)
 {
 	constexpr int NP = N + (N & 1);
+	constexpr int D = 2 * N;
 	const Real *c = a.coef + p.coef;
-	Real		g[NP];
-	Real		unsat_sum = Real(0);
-	uint32_t	unsat = 0;
+	const bool	full = p.d == D;
+	uint32_t	unsat[RPT];
+	uint32_t	slots[(D + 3) / 4];
+	Real		g[RPT][NP];
+	Real		unsat_sum[RPT];
 
-	load_coef<Real, NP>(g, c);
-	c += NP;
-	for (int k = 0; k < p.d; k++, c += 2 * NP)
-	{
-		const TsGpuQuadElem e = a.elems[p.elem + k];
-		const float x = __ldg(a.x_t + (size_t) e.feature * a.nrows + row);
-		const bool	o = quad_satisfies(e, p.elem + k, x, a.elem_cat, a.cats);
-		Real		r[NP];
-
-		load_coef<Real, NP>(r, c);
-		unsat |= (o ? 0u : 1u) << k;
 #pragma unroll
-		for (int i = 0; i < N; i++)
-			g[i] = o ? g[i] : g[i] * r[i];
+	for (int r = 0; r < RPT; r++)
+		unsat[r] = 0;
+#pragma unroll
+	for (int k = 0; k < D; k++)
+	{
+		if (k < D - 1 || full)
+		{
+			const TsGpuQuadElem e = a.elems[p.elem + k];
+
+			if (k % 4 == 0)
+				slots[k / 4] = 0;
+			slots[k / 4] |= (uint32_t) (e.slot_flags & 0xff) << (8 * (k % 4));
+#pragma unroll
+			for (int r = 0; r < RPT; r++)
+			{
+				const float x = __ldg(a.x_t + (size_t) e.feature * a.nrows + row[r]);
+
+				unsat[r] |= (quad_satisfies(e, p.elem + k, x, a.elem_cat, a.cats) ? 0u : 1u) << k;
+			}
+		}
+	}
+	load_coef<Real, NP>(g[0], c);
+#pragma unroll
+	for (int r = 1; r < RPT; r++)
+#pragma unroll
+		for (int i = 0; i < NP; i++)
+			g[r][i] = g[0][i];
+#pragma unroll
+	for (int k = 0; k < D; k++)
+	{
+		if (k < D - 1 || full)
+		{
+			Real		ratio[NP];
+
+			load_coef<Real, NP>(ratio, c + NP + 2 * NP * k);
+#pragma unroll
+			for (int r = 0; r < RPT; r++)
+			{
+				const bool	u = (unsat[r] >> k) & 1u;
+
+#pragma unroll
+				for (int i = 0; i < N; i++)
+					g[r][i] = u ? g[r][i] * ratio[i] : g[r][i];
+			}
+		}
 	}
 #pragma unroll
-	for (int i = 0; i < N; i++)
-		unsat_sum = fma(g[i], QuadReal<Real>::unsat_weight(N, i), unsat_sum);
-	c = a.coef + p.coef + 2 * NP;
-	for (int k = 0; k < p.d; k++, c += 2 * NP)
+	for (int r = 0; r < RPT; r++)
 	{
-		const int	slot = __ldg(&a.elems[p.elem + k].slot_flags) & 0xffff;
-		Real		coef_a[NP];
-		Real		s = Real(0);
-
-		load_coef<Real, NP>(coef_a, c);
+		unsat_sum[r] = Real(0);
 #pragma unroll
 		for (int i = 0; i < N; i++)
-			s = fma(g[i], coef_a[i], s);
-		acc[slot * kQuadRows] += (unsat >> k) & 1u ? -unsat_sum : s;
+			unsat_sum[r] = fma(g[r][i], QuadReal<Real>::unsat_weight(N, i), unsat_sum[r]);
+	}
+#pragma unroll
+	for (int k = 0; k < D; k++)
+	{
+		if (k < D - 1 || full)
+		{
+			const int	slot = (slots[k / 4] >> (8 * (k % 4))) & 0xff;
+			Real		coef_a[NP];
+
+			load_coef<Real, NP>(coef_a, c + NP + 2 * NP * k + NP);
+#pragma unroll
+			for (int r = 0; r < RPT; r++)
+			{
+				Real		s = Real(0);
+
+#pragma unroll
+				for (int i = 0; i < N; i++)
+					s = fma(g[r][i], coef_a[i], s);
+				acc[(slot * RPT + r) * kQuadThreads] += (unsat[r] >> k) & 1u ? -unsat_sum[r] : s;
+			}
+		}
 	}
 }
 
 /* quad_path with N = n, for n in [N, NMAX]; n is the same in every thread. */
-template <typename Real, int N, int NMAX>
+template <typename Real, int N, int NMAX, int RPT>
 __device__ __forceinline__ void
-quad_path_dispatch(const QuadArgs<Real> &a, const TsGpuQuadPath &p, int32_t row, Real *acc)
+quad_path_dispatch(const QuadArgs<Real> &a, const TsGpuQuadPath &p, const int32_t (&row)[RPT], Real *acc)
 {
 	if (p.n == N || N == NMAX)
-		quad_path<Real, N>(a, p, row, acc);
+		quad_path<Real, N, RPT>(a, p, row, acc);
 	else if constexpr (N < NMAX)
-		quad_path_dispatch<Real, N + 1, NMAX>(a, p, row, acc);
+		quad_path_dispatch<Real, N + 1, NMAX, RPT>(a, p, row, acc);
 }
 
-/* One block: kQuadRows rows with one chunk of paths. */
-template <typename Real, int NMAX>
-__global__ void __launch_bounds__(kQuadRows)
+/*
+ * One block: kQuadThreads x RPT rows with one chunk of paths. A thread's
+ * rows are kQuadThreads apart; rows past the batch compute on the last row
+ * and are not added.
+ */
+template <typename Real, int NMAX, int RPT>
+__global__ void __launch_bounds__(kQuadThreads, min_blocks(NMAX))
 quad_kernel(QuadArgs<Real> a)
 {
 	extern __shared__ __align__(16) unsigned char quad_shared[];
 	Real	   *acc = (Real *) quad_shared + threadIdx.x;
 	const TsGpuQuadChunk ch = a.chunks[blockIdx.x / a.row_tiles];
-	const int32_t row = (int32_t) (blockIdx.x % a.row_tiles) * kQuadRows + threadIdx.x;
+	const int32_t first = (int32_t) (blockIdx.x % a.row_tiles) * kQuadThreads * RPT + threadIdx.x;
+	int32_t		row[RPT];
 
-	if (row >= a.nrows)
+	if (first >= a.nrows)
 		return;
-	for (int s = 0; s < ch.slots; s++)
-		acc[s * kQuadRows] = Real(0);
+#pragma unroll
+	for (int r = 0; r < RPT; r++)
+		row[r] = min(first + r * kQuadThreads, a.nrows - 1);
+	for (int s = 0; s < ch.slots * RPT; s++)
+		acc[s * kQuadThreads] = Real(0);
+	/* the next path's header loads while this one computes */
+	TsGpuQuadPath next = a.paths[ch.path_lo];
+
 	for (int64_t p = ch.path_lo; p < ch.path_hi; p++)
 	{
-		const TsGpuQuadPath path = a.paths[p];
+		const TsGpuQuadPath path = next;
 
-		quad_path_dispatch<Real, 1, NMAX>(a, path, row, acc);
+		if (p + 1 < ch.path_hi)
+			next = a.paths[p + 1];
+		quad_path_dispatch<Real, 1, NMAX, RPT>(a, path, row, acc);
 	}
 	for (int s = 0; s < ch.slots; s++)
 	{
-		long long	q = __double2ll_rn((double) acc[s * kQuadRows] * a.scale);
+		const size_t column = (size_t) __ldg(a.slot_column + ch.slot_start + s) * a.nrows;
 
-		if (q != 0)
-			atomicAdd(a.acc + (size_t) __ldg(a.slot_column + ch.slot_start + s) * a.nrows + row,
-					  (unsigned long long) q);
+#pragma unroll
+		for (int r = 0; r < RPT; r++)
+		{
+			long long	q = __double2ll_rn((double) acc[(s * RPT + r) * kQuadThreads] * a.scale);
+
+			if (q != 0 && first + r * kQuadThreads < a.nrows)
+				atomicAdd(a.acc + column + first + r * kQuadThreads, (unsigned long long) q);
+		}
 	}
 }
 
@@ -202,31 +283,35 @@ transpose_kernel(const float *__restrict__ x, int32_t nrows, int32_t num_feature
 			x_t[(f0 + i) * nrows + row0 + threadIdx.x] = tile[threadIdx.x][i];
 }
 
-template <typename Real, int NMAX>
+template <typename Real, int NMAX, int RPT>
 cudaError_t
-launch_quad(const QuadArgs<Real> &a, int64_t blocks, size_t shared, cudaStream_t stream)
+launch_quad(const TsQuadTable *q, QuadArgs<Real> a, cudaStream_t stream)
 {
-	cudaError_t rc = cudaFuncSetAttribute(quad_kernel<Real, NMAX>,
+	size_t		shared = (size_t) (q->max_slots > 0 ? q->max_slots : 1) * RPT * kQuadThreads * sizeof(Real);
+	int64_t		blocks;
+	cudaError_t rc = cudaFuncSetAttribute(quad_kernel<Real, NMAX, RPT>,
 										  cudaFuncAttributeMaxDynamicSharedMemorySize, (int) shared);
 
+	a.row_tiles = (a.nrows + kQuadThreads * RPT - 1) / (kQuadThreads * RPT);
+	blocks = a.row_tiles * q->num_chunks;
 	if (rc != cudaSuccess)
 		return rc;
-	quad_kernel<Real, NMAX><<<(unsigned) blocks, kQuadRows, shared, stream>>>(a);
+	if (blocks > 0x7fffffffLL)
+		return cudaErrorInvalidConfiguration;
+	quad_kernel<Real, NMAX, RPT><<<(unsigned) blocks, kQuadThreads, shared, stream>>>(a);
 	return cudaGetLastError();
 }
 
 /* The kernel instance for the table's largest n: fewer registers for short paths. */
 template <typename Real>
 cudaError_t
-launch_points(const TsQuadTable *q, const QuadArgs<Real> &a, int64_t blocks, cudaStream_t stream)
+launch_points(const TsQuadTable *q, const QuadArgs<Real> &a, cudaStream_t stream)
 {
-	size_t		shared = (size_t) (q->max_slots > 0 ? q->max_slots : 1) * kQuadRows * sizeof(Real);
-
 	if (q->max_points <= 4)
-		return launch_quad<Real, 4>(a, blocks, shared, stream);
+		return launch_quad<Real, 4, kQuadRowsPerThread>(q, a, stream);
 	if (q->max_points <= 8)
-		return launch_quad<Real, 8>(a, blocks, shared, stream);
-	return launch_quad<Real, TS_GPU_QUAD_MAX_POINTS>(a, blocks, shared, stream);
+		return launch_quad<Real, 8, kQuadRowsPerThread>(q, a, stream);
+	return launch_quad<Real, TS_GPU_QUAD_MAX_POINTS, kQuadRowsPerThread>(q, a, stream);
 }
 
 template <typename T>
@@ -322,27 +407,25 @@ cudaError_t
 ts_quad_enqueue(const TsQuadTable *q, const uint32_t *cats, const float *x, float *x_t, int32_t nrows,
 				bool single, double scale, unsigned long long *acc, cudaStream_t stream)
 {
-	int64_t		row_tiles = (nrows + kQuadRows - 1) / kQuadRows;
-	int64_t		blocks = row_tiles * q->num_chunks;
-	dim3		tgrid((unsigned) row_tiles * (kQuadRows / 32), (unsigned) ((q->num_features + 31) / 32));
+	dim3		tgrid((unsigned) ((nrows + 31) / 32), (unsigned) ((q->num_features + 31) / 32));
 
 	if (nrows <= 0 || q->num_chunks == 0)
 		return cudaSuccess;
-	if (blocks > 0x7fffffffLL || tgrid.y > 65535)
+	if (tgrid.y > 65535)
 		return cudaErrorInvalidConfiguration;
 	transpose_kernel<<<tgrid, dim3(32, 8), 0, stream>>>(x, nrows, q->num_features, x_t);
 	if (single)
 	{
 		QuadArgs<float> a = {q->chunks, q->paths, q->elems, q->elem_cat, q->coef_single,
-			q->slot_column, cats, x_t, nrows, row_tiles, scale, acc};
+			q->slot_column, cats, x_t, nrows, 0, scale, acc};
 
-		return launch_points<float>(q, a, blocks, stream);
+		return launch_points<float>(q, a, stream);
 	}
 	else
 	{
 		QuadArgs<double> a = {q->chunks, q->paths, q->elems, q->elem_cat, q->coef,
-			q->slot_column, cats, x_t, nrows, row_tiles, scale, acc};
+			q->slot_column, cats, x_t, nrows, 0, scale, acc};
 
-		return launch_points<double>(q, a, blocks, stream);
+		return launch_points<double>(q, a, stream);
 	}
 }

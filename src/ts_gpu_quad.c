@@ -14,8 +14,11 @@
 #include "ts_quadrature.h"
 
 /* Elements of a chunk: enough chunks to fill a GPU with few rows, few flushes with many. */
-#define QUAD_CHUNK_MIN_ELEMS 2048
+#define QUAD_CHUNK_MIN_ELEMS 512
 #define QUAD_CHUNKS_WANTED 256
+
+int32_t		ts_gpu_quad_slot_cap = 0;
+int32_t		ts_gpu_quad_chunk_elems = 0;
 
 /* Gauss-Legendre rules of 1..TS_GPU_QUAD_MAX_POINTS nodes on [0, 1]. */
 typedef struct QuadRules
@@ -93,7 +96,7 @@ new_columns(const TsPathTable *pt, int64_t p, const int64_t *stamp, int64_t chun
 /* Cut the ordered paths into chunks; fills chunks[] except slots, returns the count. */
 static int64_t
 cut_chunks(const TsPathTable *pt, const int64_t *order, int64_t n, int64_t elems_total,
-		   TsGpuQuadChunk *chunks, int64_t *stamp)
+		   int32_t slot_cap, TsGpuQuadChunk *chunks, int64_t *stamp)
 {
 	int64_t		cap = elems_total / QUAD_CHUNKS_WANTED;
 	int64_t		num = 0,
@@ -102,13 +105,15 @@ cut_chunks(const TsPathTable *pt, const int64_t *order, int64_t n, int64_t elems
 
 	if (cap < QUAD_CHUNK_MIN_ELEMS)
 		cap = QUAD_CHUNK_MIN_ELEMS;
+	if (ts_gpu_quad_chunk_elems > 0)
+		cap = ts_gpu_quad_chunk_elems;
 	for (int64_t i = 0; i < n; i++)
 	{
 		int64_t		p = order[i];
 		int32_t		d = path_depth(pt, p);
 		int32_t		fresh = num > 0 ? new_columns(pt, p, stamp, num - 1) : d;
 
-		if (num == 0 || slots + fresh > TS_GPU_QUAD_MAX_SLOTS || elems + d > cap)
+		if (num == 0 || slots + fresh > slot_cap || elems + d > cap)
 		{
 			if (num > 0)
 				chunks[num - 1].path_hi = i;
@@ -126,6 +131,26 @@ cut_chunks(const TsPathTable *pt, const int64_t *order, int64_t n, int64_t elems
 	if (num > 0)
 		chunks[num - 1].path_hi = n;
 	return num;
+}
+
+/*
+ * Order a chunk's paths by length (stably): the kernel has one code path
+ * per node count, and runs of equal counts keep one in the instruction cache.
+ */
+static void
+sort_by_depth(const TsPathTable *pt, int64_t *order, int64_t count, int64_t *tmp)
+{
+	int64_t		count_of[TS_GPU_LANES] = {0};
+	int64_t		pos[TS_GPU_LANES];
+
+	for (int64_t i = 0; i < count; i++)
+		count_of[path_depth(pt, order[i])]++;
+	pos[0] = 0;
+	for (int32_t d = 1; d < TS_GPU_LANES; d++)
+		pos[d] = pos[d - 1] + count_of[d - 1];
+	for (int64_t i = 0; i < count; i++)
+		tmp[pos[path_depth(pt, order[i])]++] = order[i];
+	memcpy(order, tmp, sizeof(int64_t) * (size_t) count);
 }
 
 /*
@@ -207,6 +232,23 @@ assign_slots(const TsPathTable *pt, const int64_t *order, const TsGpuQuadChunk *
 	return slots;
 }
 
+/*
+ * Slots a chunk may use: every column when a row's sums fit 16, else 8. The
+ * slot sums take shared memory per row, so fewer slots let more rows run at
+ * once; each chunk then costs a flush of its slots. Measured on an H200
+ * (covtype_synthetic-med and fashion_mnist-med, 8 to 64 slots), 8 was the
+ * fastest for the wide models.
+ */
+static int32_t
+slot_cap(const TsPathTable *pt)
+{
+	int64_t		columns = (int64_t) pt->num_outputs * pt->num_features;
+
+	if (ts_gpu_quad_slot_cap > 0)
+		return ts_gpu_quad_slot_cap < TS_GPU_QUAD_MAX_SLOTS ? ts_gpu_quad_slot_cap : TS_GPU_QUAD_MAX_SLOTS;
+	return columns <= 16 ? (int32_t) (columns > 0 ? columns : 1) : 8;
+}
+
 /* The n-point rules and w_i / (1 - t_i). */
 static void
 make_rules(QuadRules *rules, TsGpuQuadDesc *q)
@@ -249,7 +291,7 @@ ts_gpu_quad_build(const TsPathTable *pt)
 	for (int64_t c = 0; c < columns; c++)
 		stamp[c] = -1;
 	chunks = ts_alloc0(sizeof(TsGpuQuadChunk) * (size_t) (n > 0 ? n : 1));
-	q->num_chunks = cut_chunks(pt, order, n, elems, chunks, stamp);
+	q->num_chunks = cut_chunks(pt, order, n, elems, slot_cap(pt), chunks, stamp);
 	paths = ts_alloc(sizeof(TsGpuQuadPath) * (size_t) (n > 0 ? n : 1));
 	q->elems = ts_alloc(sizeof(TsGpuQuadElem) * (size_t) (elems > 0 ? elems : 1));
 	q->elem_cat = pt->cat_pool_len > 0 ? ts_alloc(sizeof(int32_t) * (size_t) (elems > 0 ? elems : 1)) : NULL;
@@ -257,6 +299,13 @@ ts_gpu_quad_build(const TsPathTable *pt)
 	slot_column = ts_alloc(sizeof(int32_t) * (size_t) (TS_GPU_QUAD_MAX_SLOTS * q->num_chunks + 1));
 	for (int64_t c = 0; c < columns; c++)
 		stamp[c] = -1;
+	{
+		int64_t    *tmp = ts_alloc(sizeof(int64_t) * (size_t) (n > 0 ? n : 1));
+
+		for (int64_t c = 0; c < q->num_chunks; c++)
+			sort_by_depth(pt, order + chunks[c].path_lo, chunks[c].path_hi - chunks[c].path_lo, tmp);
+		ts_free(tmp);
+	}
 	elems = coefs = 0;
 	for (int64_t c = 0; c < q->num_chunks; c++)
 	{

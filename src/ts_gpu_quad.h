@@ -15,6 +15,10 @@
  */
 extern TsGpuQuadDesc *ts_gpu_quad_build(const TsPathTable *pt);
 
+/* Overrides of the layout's automatic choices, for measurements (0: automatic). */
+extern int32_t ts_gpu_quad_slot_cap;
+extern int32_t ts_gpu_quad_chunk_elems;
+
 extern void ts_gpu_quad_free(TsGpuQuadDesc *q);
 
 #endif							/* TS_GPU_QUAD_H */

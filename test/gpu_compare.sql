@@ -1,6 +1,8 @@
 -- GPU against CPU on every fixture (run by test/gpu-check.sh on a GPU
--- machine): worst deviation relative to max(1, |margin|) in both kernel
--- precisions, and whether two GPU runs are bitwise identical.
+-- machine): worst deviation relative to max(1, |margin|) of both kernel
+-- families (quadrature, the default, in both precisions; the seed's
+-- EXTEND/UNWOUNDSUM DP in double), and whether two GPU runs of each family
+-- are bitwise identical.
 \set QUIET on
 \ir setup.sql
 \set QUIET off
@@ -21,6 +23,10 @@ CREATE TEMP TABLE on_gpu_again AS SELECT * FROM pg_temp.explain_all();
 SET treeshap.gpu_precision = single;
 CREATE TEMP TABLE on_gpu_single AS SELECT * FROM pg_temp.explain_all();
 RESET treeshap.gpu_precision;
+SET treeshap.algorithm = treeshap;
+CREATE TEMP TABLE on_gpu_dp AS SELECT * FROM pg_temp.explain_all();
+CREATE TEMP TABLE on_gpu_dp_again AS SELECT * FROM pg_temp.explain_all();
+RESET treeshap.algorithm;
 
 CREATE FUNCTION pg_temp.deviation(g float8[], gb float8, c float8[], cb float8) RETURNS float8
 LANGUAGE sql IMMUTABLE AS $$
@@ -34,26 +40,34 @@ SELECT c.fixture,
        count(*) FILTER (WHERE g.fixture IS NULL) AS missing,
        max(pg_temp.deviation(g.shap_values, g.base_value, c.shap_values, c.base_value)) AS dev_double,
        max(pg_temp.deviation(s.shap_values, s.base_value, c.shap_values, c.base_value)) AS dev_single,
+       max(pg_temp.deviation(d.shap_values, d.base_value, c.shap_values, c.base_value)) AS dev_dp,
        bool_and(array_send(g.shap_values) = array_send(a.shap_values)
-                AND float8send(g.base_value) = float8send(a.base_value)) AS bitwise_identical
+                AND float8send(g.base_value) = float8send(a.base_value)
+                AND array_send(d.shap_values) = array_send(da.shap_values)) AS bitwise_identical
   FROM on_cpu c
   LEFT JOIN on_gpu g USING (fixture, id, output)
   LEFT JOIN on_gpu_again a USING (fixture, id, output)
   LEFT JOIN on_gpu_single s USING (fixture, id, output)
+  LEFT JOIN on_gpu_dp d USING (fixture, id, output)
+  LEFT JOIN on_gpu_dp_again da USING (fixture, id, output)
  GROUP BY c.fixture ORDER BY c.fixture;
 
 SELECT fixture, rows, missing, to_char(dev_double, '9.99EEEE') AS dev_double,
-       to_char(dev_single, '9.99EEEE') AS dev_single, bitwise_identical
+       to_char(dev_single, '9.99EEEE') AS dev_single, to_char(dev_dp, '9.99EEEE') AS dev_dp,
+       bitwise_identical
   FROM per_fixture;
 
-SELECT format('gpu-compare: %s fixtures, %s rows; worst deviation %s (double kernel, %s), %s (single kernel, %s); two runs bitwise identical: %s; %s',
+SELECT format('gpu-compare: %s fixtures, %s rows; worst deviation %s (quadrature kernel, double, %s), %s (quadrature, single, %s), %s (DP kernel, double, %s); two runs bitwise identical: %s; %s',
               count(*), sum(rows),
               to_char(max(dev_double), '9.99EEEE'),
               (SELECT fixture FROM per_fixture ORDER BY dev_double DESC LIMIT 1),
               to_char(max(dev_single), '9.99EEEE'),
               (SELECT fixture FROM per_fixture ORDER BY dev_single DESC LIMIT 1),
+              to_char(max(dev_dp), '9.99EEEE'),
+              (SELECT fixture FROM per_fixture ORDER BY dev_dp DESC LIMIT 1),
               CASE WHEN bool_and(bitwise_identical) THEN 'yes' ELSE 'NO' END,
-              CASE WHEN sum(missing) = 0 AND max(dev_double) <= 1e-5 AND bool_and(bitwise_identical)
+              CASE WHEN sum(missing) = 0 AND max(dev_double) <= 1e-5 AND max(dev_dp) <= 1e-5
+                        AND bool_and(bitwise_identical)
                    THEN 'PASS' ELSE 'FAIL' END) AS summary
   FROM per_fixture;
 

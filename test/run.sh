@@ -2,7 +2,8 @@
 # The test command: install dependencies, build (with nvcc when present),
 # install, start a throwaway cluster, then run the pg_regress suite, the
 # pgTAP suite (pg_prove), the oracle check on freshly trained XGBoost models,
-# and the compute core under AddressSanitizer with mutated models.
+# the compute core under AddressSanitizer with mutated models, and the GPU
+# quadrature layout evaluated on the host against every fixture's oracle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -35,7 +36,10 @@ echo "== compute core under AddressSanitizer"
 make -s -C test/core >/dev/null
 /usr/bin/python3 test/core/fuzz_core.py || status=1
 
-echo "== bin packing (NF, FFD, BFD) of every fixture, checked under AddressSanitizer"
+echo "== the GPU quadrature layout evaluated on the host against every fixture's oracle"
+/usr/bin/python3 test/core/layout_check.py || status=1
+
+echo "== bin packing (NF, FFD, BFD) and the quadrature layout of every fixture, checked under AddressSanitizer"
 for f in test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt; do
   out=$(test/core/build/ts_cli_asan pack "$f") || { echo "invalid packing: $f"; echo "$out"; status=1; }
 done

@@ -8,7 +8,7 @@ CREATE TEMP TABLE fx_expected (fixture text, id bigint, output int, margin float
                                contribs float8[]);
 CREATE TEMP TABLE fx_list (fixture text PRIMARY KEY);
 INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'), ('dart'),
-    ('poisson'), ('long'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3'),
+    ('poisson'), ('long'), ('long24'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3'),
     ('lgb_reg'), ('lgb_binary'), ('lgb_multiclass'), ('lgb_zero'), ('lgb_none'), ('lgb_rf'),
     ('xgb_reg_ubj'), ('xgb_cat_ubj'), ('xgb_cat_multi');
 
@@ -27,6 +27,8 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f poisson
 \ir load_fixture.sql
 \set f long
+\ir load_fixture.sql
+\set f long24
 \ir load_fixture.sql
 \set f reg_v3
 \ir load_fixture.sql
