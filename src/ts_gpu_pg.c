@@ -115,12 +115,12 @@ free_runner(void *arg)
 	run->runner = NULL;
 }
 
-/* The device job of a run. */
+/* The device job of a run over a model of num_paths paths. */
 static TsGpuJob
-job_for(const TsRunSpec *spec, bool host_importance)
+job_for(const TsRunSpec *spec, bool host_importance, int64 num_paths)
 {
 	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0,
-	ts_gpu_quadrature() ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP};
+	ts_gpu_quadrature(num_paths) ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP};
 
 	if (spec->kind == TS_RUN_INTERACTIONS)
 	{
@@ -158,7 +158,7 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	run->callback.func = free_runner;
 	run->callback.arg = run;
 	MemoryContextRegisterResetCallback(ctx, &run->callback);
-	job = job_for(&run->spec, run->host_importance);
+	job = job_for(&run->spec, run->host_importance, pt->num_paths);
 	rc = ts_gpu_runner_create(plan->table, max_rows,
 							  ts_gpu_precision == TS_GPU_PRECISION_SINGLE ? TS_GPU_FLOAT32 : TS_GPU_FLOAT64,
 							  &job, &run->runner, msg, sizeof(msg));

@@ -34,7 +34,7 @@ extern void ts_settings_init(void);
 /* The CPU algorithm treeshap.algorithm selects (a TsShapAlgorithm). */
 extern int	ts_cpu_algorithm(void);
 
-/* Whether GPU SHAP and importance runs take the quadrature kernel family. */
-extern bool ts_gpu_quadrature(void);
+/* Whether GPU SHAP and importance runs of a model of num_paths paths take the quadrature kernels. */
+extern bool ts_gpu_quadrature(int64 num_paths);
 
 #endif							/* TS_SETTINGS_H */

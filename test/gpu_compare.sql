@@ -18,6 +18,7 @@ $$;
 SET treeshap.device = cpu;
 CREATE TEMP TABLE on_cpu AS SELECT * FROM pg_temp.explain_all();
 SET treeshap.device = gpu;
+SET treeshap.algorithm = quadrature;	-- auto leaves models under 500 paths to the DP
 CREATE TEMP TABLE on_gpu AS SELECT * FROM pg_temp.explain_all();
 CREATE TEMP TABLE on_gpu_again AS SELECT * FROM pg_temp.explain_all();
 SET treeshap.gpu_precision = single;
