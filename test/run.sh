@@ -43,6 +43,6 @@ echo "== bin packing (NF, FFD, BFD) and the quadrature layout of every fixture, 
 for f in test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt; do
   out=$(test/core/build/ts_cli_asan pack "$f") || { echo "invalid packing: $f"; echo "$out"; status=1; }
 done
-echo "packings checked: $(ls test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt | wc -l) fixtures x 3 algorithms"
+echo "packings and quadrature layouts checked: $(ls test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt | wc -l) fixtures x (3 packings + 1 layout)"
 
 exit $status
