@@ -1,10 +1,11 @@
 /*
  * ts_quad.cu - SHAP values by Gauss-Legendre quadrature over the chunked
- * layout (ts_cuda.h says what the coefficients are). One thread per row: a
- * block's threads all walk the same paths of one chunk, so every path
- * element and coefficient is a broadcast load, and each thread keeps its
- * row's sums per chunk slot in its own column of shared memory. No thread
- * ever reads another's sums, so the kernel needs no barrier.
+ * layout (ts_cuda.h says what the coefficients are). A thread carries two
+ * rows; a block's threads all walk the same paths of one chunk, so every
+ * path element and coefficient is a broadcast load shared by both rows, and
+ * each thread keeps its rows' sums per chunk slot in its own columns of
+ * shared memory. No thread ever reads another's sums, so the kernel needs
+ * no barrier.
  *
  * Determinism: a row's slot sums are formed in path order, then rounded to
  * int64 fixed point and added with integer atomics, whose order cannot
