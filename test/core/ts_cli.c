@@ -48,19 +48,6 @@ parse_row(char *line, float *row, const TsModel *m)
 	ts_model_prepare_row(m, row);
 }
 
-/* Paths the GPU leaves to the CPU route: more elements than a warp's lanes. */
-static int64_t *
-long_paths(const TsPathTable *pt, int64_t *count)
-{
-	int64_t    *out = malloc(sizeof(int64_t) * (size_t) (pt->num_paths + 1));
-
-	*count = 0;
-	for (int64_t p = 0; p < pt->num_paths; p++)
-		if (pt->path_start[p + 1] - pt->path_start[p] > TS_PACK_LANES)
-			out[(*count)++] = p;
-	return out;
-}
-
 /* Whether x satisfies layout element e, as cuda/ts_quad.cu tests it. */
 static bool
 layout_satisfies(const TsPathTable *pt, const TsGpuQuadDesc *q, int64_t e, float x)
@@ -113,7 +100,7 @@ layout_path(const TsPathTable *pt, const TsGpuQuadDesc *q, const TsGpuQuadPath *
 
 /* A pred_contribs row from the GPU layout, the CPU route's long paths and the bias. */
 static void
-layout_shap_row(const TsPathTable *pt, const TsGpuQuadDesc *q, const int64_t *longs, int64_t nlong,
+layout_shap_row(const TsPathTable *pt, const TsGpuQuadDesc *q, const TsPacking *pk,
 				const float *row, double *phi, double *scratch)
 {
 	size_t		width = (size_t) pt->num_features + 1;
@@ -136,7 +123,7 @@ layout_shap_row(const TsPathTable *pt, const TsGpuQuadDesc *q, const int64_t *lo
 			phi[(size_t) (col / pt->num_features) * width + col % pt->num_features] += slot_sum[s];
 		}
 	}
-	ts_cpu_shap_add_paths(pt, TS_SHAP_QUADRATURE, longs, nlong, row, phi, scratch);
+	ts_cpu_shap_add_paths(pt, TS_SHAP_QUADRATURE, pk->long_paths, pk->num_long, row, phi, scratch);
 }
 
 /* Predict and explain a few rows of edge values, interactions too (under the sanitisers, for the fuzz run). */
@@ -155,8 +142,7 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	double	   *inter = malloc(sizeof(double) * (inter_len > 0 ? inter_len : 1));
 
 	TsGpuQuadDesc *q = ts_gpu_quad_build(pt);
-	int64_t		nlong;
-	int64_t    *longs = long_paths(pt, &nlong);
+	TsPacking  *pk = ts_pack_paths(pt, TS_PACK_NEXT_FIT);	/* its long paths: the GPU's CPU route */
 
 	if (ts_cpu_scratch_len(pt) > scratch_len)
 		scratch_len = ts_cpu_scratch_len(pt);
@@ -169,7 +155,7 @@ exercise(const TsModel *m, const TsPathTable *pt)
 		ts_model_predict_margin(m, row, margin);
 		ts_cpu_shap_row(pt, TS_SHAP_TREESHAP, row, phi, scratch);
 		ts_cpu_shap_row(pt, TS_SHAP_QUADRATURE, row, phi, scratch);
-		layout_shap_row(pt, q, longs, nlong, row, phi, scratch);
+		layout_shap_row(pt, q, pk, row, phi, scratch);
 		if (inter_len <= 1 << 20)	/* interactions of models up to ~1000 features */
 		{
 			ts_interactions_row(pt, row, TS_INTERACTION_SHAPLEY, sel, inter, scratch);
@@ -179,7 +165,7 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	free(inter);
 	ts_selection_free(sel);
 	ts_gpu_quad_free(q);
-	free(longs);
+	ts_pack_free(pk);
 	free(row);
 	free(phi);
 	free(margin);
@@ -200,8 +186,7 @@ run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm
 	double	   *scratch = malloc(sizeof(double) * ts_cpu_scratch_len(pt));
 	bool		layout = strcmp(algorithm, "gpu-layout") == 0;
 	TsGpuQuadDesc *q = layout ? ts_gpu_quad_build(pt) : NULL;
-	int64_t		nlong;
-	int64_t    *longs = long_paths(pt, &nlong);
+	TsPacking  *pk = ts_pack_paths(pt, TS_PACK_NEXT_FIT);	/* its long paths: the GPU's CPU route */
 
 	if (f == NULL)
 		return 2;
@@ -209,7 +194,7 @@ run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm
 	{
 		parse_row(line, row, m);
 		if (contribs && layout)
-			layout_shap_row(pt, q, longs, nlong, row, phi, scratch);
+			layout_shap_row(pt, q, pk, row, phi, scratch);
 		else if (contribs)
 			ts_cpu_shap_row(pt, strcmp(algorithm, "quadrature") == 0 ? TS_SHAP_QUADRATURE : TS_SHAP_TREESHAP,
 							row, phi, scratch);
@@ -231,7 +216,7 @@ run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm
 	free(row);
 	free(phi);
 	free(scratch);
-	free(longs);
+	ts_pack_free(pk);
 	ts_gpu_quad_free(q);
 	ts_paths_free(pt);
 	return 0;
