@@ -10,6 +10,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -69,11 +70,21 @@ feature_column_type(TupleDesc desc, int attno)
 	return type;
 }
 
-/* Query column named like feature j: exact name first, then case-insensitive. */
+/*
+ * Query column named like a feature: exact name first, then
+ * case-insensitive. A name longer than an identifier can be is matched by
+ * the form PostgreSQL truncates it to (its first NAMEDATALEN - 1 bytes, cut
+ * at a character boundary), since no column can carry the whole of it.
+ */
 static int
-find_column(TupleDesc desc, const char *feature)
+find_column(TupleDesc desc, const char *name)
 {
 	int			match = -1;
+	int			len = strlen(name);
+	const char *feature = name;
+
+	if (len >= NAMEDATALEN)
+		feature = pnstrdup(name, pg_mbcliplen(name, len, NAMEDATALEN - 1));
 
 	for (int a = 1; a < desc->natts; a++)
 		if (!TupleDescAttr(desc, a)->attisdropped &&
@@ -117,6 +128,7 @@ static void
 bind_columns(TsBatchReader *r, TupleDesc desc)
 {
 	int32		nf = r->model->num_features;
+	bool		by_name = r->model->feature_names != NULL && ts_match_columns == TS_MATCH_NAME;
 
 	if (desc->natts < 1)
 		ereport(ERROR,
@@ -125,23 +137,29 @@ bind_columns(TsBatchReader *r, TupleDesc desc)
 	bind_key(r, desc);
 	r->feature_attno = palloc(sizeof(int) * nf);
 	r->feature_type = palloc(sizeof(Oid) * nf);
-	if (r->model->feature_names == NULL && desc->natts - 1 != nf)
+	if (!by_name && desc->natts - 1 != nf)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("query returns %d feature columns, but the model has %d features",
 						desc->natts - 1, nf),
-				 errdetail("The model has no feature names, so columns after the row key are matched by position.")));
+				 r->model->feature_names == NULL ?
+				 errdetail("The model has no feature names, so columns after the row key are matched by position.") :
+				 errdetail("treeshap.match_columns is position, so columns after the row key are matched by position.")));
 	for (int32 j = 0; j < nf; j++)
 	{
 		int			attno = j + 1;
 
-		if (r->model->feature_names != NULL)
+		if (by_name)
 		{
 			attno = find_column(desc, r->model->feature_names[j]);
 			if (attno < 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_COLUMN),
-						 errmsg("query has no column for feature \"%s\"", r->model->feature_names[j])));
+						 errmsg("query has no column for feature \"%s\"", r->model->feature_names[j]),
+						 strlen(r->model->feature_names[j]) >= NAMEDATALEN ?
+						 errdetail("Names longer than %d bytes are matched by their first %d bytes, as PostgreSQL truncates identifiers.",
+								   NAMEDATALEN - 1, NAMEDATALEN - 1) : 0,
+						 errhint("Set treeshap.match_columns to position to match columns by position.")));
 		}
 		r->feature_attno[j] = attno;
 		r->feature_type[j] = feature_column_type(desc, attno);

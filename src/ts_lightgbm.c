@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,11 +245,36 @@ read_objective(TsModel *m, const char *line, TsError *err)
 	return true;
 }
 
-/* Split feature_names into the model's names (must be one per feature). */
+/* Whether LightGBM made the names up: Column_0 Column_1 ... for a plain array. */
+static bool
+generated_names(const char *s, int32_t num_features)
+{
+	for (int32_t j = 0; j < num_features; j++)
+	{
+		char		want[32];
+		size_t		n;
+
+		while (*s == ' ')
+			s++;
+		n = (size_t) snprintf(want, sizeof(want), "Column_%d", j);
+		if (strncmp(s, want, n) != 0 || (s[n] != ' ' && s[n] != '\0'))
+			return false;
+		s += n;
+	}
+	return true;
+}
+
+/*
+ * Split feature_names into the model's names (must be one per feature).
+ * LightGBM's generated names count as none, so such a model matches
+ * columns by position: no table names its columns Column_<j>.
+ */
 static bool
 read_feature_names(TsModel *m, const char *s, TsError *err)
 {
 	if (s == NULL)
+		return true;
+	if (count_tokens(s) == m->num_features && generated_names(s, m->num_features))
 		return true;
 	if (count_tokens(s) != m->num_features)
 		return ts_fail(err, TS_ERR_INVALID, "feature_names has %lld names but the model has %d features",

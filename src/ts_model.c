@@ -161,10 +161,14 @@ validate_tree(TsModel *m, int32_t t, uint8_t *seen, int32_t *stack, int32_t *dep
 		if (m->cat_set[g] != -1 && !ts_catset_valid(m->cat_pool, m->cat_pool_len, m->cat_set[g]))
 			return ts_fail(err, TS_ERR_INVALID,
 						   "tree %d node %d has a malformed category set", t, i);
-		/* +inf is a threshold every present value passes (inputs are clamped to FLT_MAX) */
-		if (m->cat_set[g] == -1 && !(m->threshold[g] > -INFINITY))
+		/*
+		 * +inf sends every present value left (inputs are clamped to
+		 * FLT_MAX), -inf every present value right (XGBoost's split of
+		 * present against missing); NaN decides nothing.
+		 */
+		if (m->cat_set[g] == -1 && isnan(m->threshold[g]))
 			return ts_fail(err, TS_ERR_INVALID,
-						   "tree %d node %d has a NaN or -inf split threshold", t, i);
+						   "tree %d node %d has a NaN split threshold", t, i);
 		if (m->default_left[g] > 1)
 			return ts_fail(err, TS_ERR_INVALID, "tree %d node %d has default_left not 0 or 1", t, i);
 		seen[l] = seen[r] = 1;

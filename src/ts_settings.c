@@ -1,6 +1,6 @@
 /*
  * ts_settings.c - GUC definitions: treeshap.batch_rows, treeshap.device,
- * treeshap.gpu_precision and treeshap.algorithm.
+ * treeshap.gpu_precision, treeshap.algorithm and treeshap.match_columns.
  */
 #include "postgres.h"
 
@@ -13,6 +13,7 @@ int			ts_batch_rows = 10000;
 int			ts_device = TS_DEVICE_AUTO;
 int			ts_gpu_precision = TS_GPU_PRECISION_DOUBLE;
 int			ts_algorithm = TS_ALGORITHM_AUTO;
+int			ts_match_columns = TS_MATCH_NAME;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TS_DEVICE_AUTO, false},
@@ -31,6 +32,12 @@ static const struct config_enum_entry algorithm_options[] = {
 	{"auto", TS_ALGORITHM_AUTO, false},
 	{"quadrature", TS_ALGORITHM_QUADRATURE, false},
 	{"treeshap", TS_ALGORITHM_TREESHAP, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry match_options[] = {
+	{"name", TS_MATCH_NAME, false},
+	{"position", TS_MATCH_POSITION, false},
 	{NULL, 0, false}
 };
 
@@ -57,6 +64,11 @@ ts_settings_init(void)
 							 "SHAP algorithm: auto, quadrature or treeshap (EXTEND/UNWOUNDSUM).",
 							 "auto picks quadrature on the CPU, and on the GPU for models of 500 paths or more; both are exact.",
 							 &ts_algorithm, TS_ALGORITHM_AUTO, algorithm_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("treeshap.match_columns",
+							 "How query columns are matched to a named model's features: name or position.",
+							 "position ignores the model's feature names: the columns after the row key are its features, in order.",
+							 &ts_match_columns, TS_MATCH_NAME, match_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("treeshap");
 }

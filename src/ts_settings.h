@@ -24,7 +24,14 @@ typedef enum TsAlgorithmSetting
 	TS_ALGORITHM_TREESHAP
 } TsAlgorithmSetting;
 
+typedef enum TsMatchColumns
+{
+	TS_MATCH_NAME,
+	TS_MATCH_POSITION
+} TsMatchColumns;
+
 extern int	ts_batch_rows;
+extern int	ts_match_columns;
 extern int	ts_algorithm;
 extern int	ts_device;
 extern int	ts_gpu_precision;

@@ -314,7 +314,14 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, dou
 		}
 		else
 		{
-			if (fabs(c) > 3.402823466e+38)
+			/*
+			 * XGBoost writes -inf for a split of present against missing
+			 * values (trained on the GPU) and may write +inf: both are
+			 * thresholds; NaN and finite values beyond float are not.
+			 */
+			if (isnan(c))
+				return ts_fail(err, TS_ERR_INVALID, "tree %d node %zu: split threshold is NaN", t, i);
+			if (isfinite(c) && fabs(c) > 3.402823466e+38)
 				return ts_fail(err, TS_ERR_INVALID,
 							   "tree %d node %zu: split threshold %g is outside float range",
 							   t, i, c);
@@ -325,13 +332,16 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, dou
 	return true;
 }
 
-/* Turn base_score (probability space) into a margin, per the objective. */
+/*
+ * Turn base_score into a margin as XGBoost's objective does (ProbToMargin):
+ * the logit for the logistic objectives, the log for those with an exp link
+ * (count:poisson, reg:gamma, reg:tweedie, survival:cox, survival:aft), and
+ * unchanged for every other, binary:logitraw included (since XGBoost 1.4).
+ */
 static bool
 base_score_to_margin(const char *objective, double p, double *out, TsError *err)
 {
-	if (objective != NULL &&
-		(strcmp(objective, "binary:logistic") == 0 || strcmp(objective, "reg:logistic") == 0 ||
-		 strcmp(objective, "binary:logitraw") == 0))
+	if (ts_objective_link(objective) == TS_LINK_LOGISTIC)
 	{
 		if (!(p > 0.0 && p < 1.0))
 			return ts_fail(err, TS_ERR_INVALID,

@@ -10,7 +10,8 @@ CREATE TEMP TABLE fx_list (fixture text PRIMARY KEY);
 INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'), ('dart'),
     ('poisson'), ('long'), ('long24'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3'),
     ('lgb_reg'), ('lgb_binary'), ('lgb_multiclass'), ('lgb_zero'), ('lgb_none'), ('lgb_rf'),
-    ('xgb_reg_ubj'), ('xgb_cat_ubj'), ('xgb_cat_multi');
+    ('xgb_reg_ubj'), ('xgb_cat_ubj'), ('xgb_cat_multi'), ('inf_json'), ('inf_ubj'),
+    ('logitraw_02'), ('logitraw_05'), ('logitraw_m075'), ('lgb_nonames'), ('long_name');
 
 \set f reg
 \ir load_fixture.sql
@@ -55,6 +56,20 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f xgb_cat_ubj
 \ir load_fixture.sql
 \set f xgb_cat_multi
+\ir load_fixture.sql
+\set f inf_json
+\ir load_fixture.sql
+\set f inf_ubj
+\ir load_fixture.sql
+\set f logitraw_02
+\ir load_fixture.sql
+\set f logitraw_05
+\ir load_fixture.sql
+\set f logitraw_m075
+\ir load_fixture.sql
+\set f lgb_nonames
+\ir load_fixture.sql
+\set f long_name
 \ir load_fixture.sql
 
 -- equal up to the last digits, where the CPU and GPU engines may differ

@@ -1,0 +1,68 @@
+-- Models as users bring them (issue 15): +-inf thresholds, binary:logitraw's
+-- base score, LightGBM's generated names, names longer than an identifier,
+-- matching by position. (Their contributions are checked against the
+-- libraries, or the brute-force Shapley oracle, in t01_oracle.sql.)
+BEGIN;
+\ir setup.sql
+SELECT plan(15);
+
+-- +-inf thresholds: the trees of inf_json/inf_ubj split on them, and the
+-- margins walk them as XGBoost does
+SELECT is((SELECT count(*) FROM regexp_matches(convert_from(treeshap.model_bytes('inf_json'), 'UTF8'),
+                                                 '"split_conditions":\[[^,]+,-Infinity,Infinity,', 'g')),
+          8::bigint, 'inf_json: every tree splits on -inf at node 1 and +inf at node 2');
+SELECT is((SELECT count(*) FROM treeshap.predict('inf_ubj', pg_temp.fx_query('inf_ubj')) p
+             JOIN fx_expected e ON e.fixture = 'inf_ubj' AND e.id = p.row_key
+            WHERE abs(p.margin - e.margin) > 1e-5 * greatest(1, abs(e.margin))),
+          0::bigint, 'inf_ubj: predict() margins equal XGBoost''s');
+SELECT throws_like($$SELECT treeshap.load_model('nan_thr', convert_to(regexp_replace(
+                       convert_from(treeshap.model_bytes('inf_json'), 'UTF8'), '-Infinity', 'NaN'), 'UTF8'))$$,
+                   '%NaN%', 'a NaN threshold is refused');
+
+-- binary:logitraw adds its base score to the margin unchanged (not its logit)
+SELECT is((SELECT base_score FROM treeshap.models WHERE name = f), ARRAY[b]::float8[],
+          f || ': base_score is XGBoost''s, unchanged')
+  FROM (VALUES ('logitraw_02', 0.2::float8), ('logitraw_05', 0.5), ('logitraw_m075', -0.75)) v(f, b);
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide(f, pg_temp.fx_query(f)) w
+             JOIN fx_expected e ON e.fixture = f AND e.id = w.row_key
+            WHERE abs(w.base_value - e.contribs[cardinality(e.contribs)]) > 1e-5),
+          0::bigint, f || ': bias equals pred_contribs''s')
+  FROM (VALUES ('logitraw_02'), ('logitraw_m075')) v(f);
+
+-- LightGBM's Column_<j> names are no names: columns match by position
+SELECT is((SELECT feature_names FROM treeshap.models WHERE name = 'lgb_nonames'), NULL::text[],
+          'lgb_nonames: LightGBM''s generated Column_<j> names count as none');
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('lgb_nonames',
+              'SELECT id, x[1] AS a, x[2] AS b, x[3] AS c, x[4] AS d, x[5] AS e, x[6] AS f, x[7] AS g, x[8] AS h
+                 FROM fx_data WHERE fixture = ''lgb_nonames''')),
+          200::bigint, 'lgb_nonames: any column names, matched by position');
+
+-- a 70-byte name matches the column PostgreSQL truncated it to
+SELECT is((SELECT octet_length(feature_names[1]) FROM treeshap.models WHERE name = 'long_name'), 70,
+          'long_name keeps its whole 70-byte name');
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('long_name',
+              'SELECT id, x[1] AS median_income_of_the_households_in_the_block_group_in_tens_of_ku,
+                      x[2] AS "HouseAge", x[3] AS "AveRooms", x[4] AS "AveBedrms", x[5] AS "Population",
+                      x[6] AS "AveOccup", x[7] AS "Latitude", x[8] AS "Longitude"
+                 FROM fx_data WHERE fixture = ''long_name''')),
+          200::bigint, 'long_name: the feature matches its first 63 bytes');
+SELECT throws_like($$SELECT * FROM treeshap.explain_shap_wide('long_name',
+                       'SELECT 1 AS id, 1 AS "HouseAge", 1 AS "AveRooms", 1 AS "AveBedrms", 1 AS "Population",
+                               1 AS "AveOccup", 1 AS "Latitude", 1 AS "Longitude"')$$,
+                   '%no column for feature "median_income_of_the_households%',
+                   'a missing long-named feature is named in the error');
+
+-- treeshap.match_columns = position: a named model's columns by position
+SET LOCAL treeshap.match_columns = position;
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('reg',
+              'SELECT id, x[1] AS a, x[2] AS b, x[3] AS c, x[4] AS d, x[5] AS e, x[6] AS f, x[7] AS g, x[8] AS h
+                 FROM fx_data WHERE fixture = ''reg''') w
+             JOIN treeshap.explain_shap_wide('reg', pg_temp.fx_query('reg')) n USING (row_key, output)
+            WHERE w.shap_values = n.shap_values),
+          200::bigint, 'match_columns = position: unnamed columns give the named result');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT 1 AS id, 2 AS a')$$,
+                 '42804', NULL, 'match_columns = position: the column count must match');
+RESET treeshap.match_columns;
+
+SELECT * FROM finish();
+ROLLBACK;
