@@ -47,7 +47,7 @@ ts_model_alloc_nodes(TsModel *m)
 	m->split_feature = ts_alloc(n * sizeof(int32_t));
 	m->threshold = ts_alloc(n * sizeof(float));
 	m->default_left = ts_alloc(n * sizeof(uint8_t));
-	m->leaf_value = ts_alloc(n * sizeof(double));
+	m->leaf_value = ts_alloc0(n * (size_t) ts_leaf_size(m) * sizeof(double));
 	m->cover = ts_alloc(n * sizeof(double));
 	m->cat_set = ts_alloc(n * sizeof(int32_t));
 	for (size_t i = 0; i < n; i++)
@@ -140,8 +140,9 @@ validate_tree(TsModel *m, int32_t t, uint8_t *seen, int32_t *stack, int32_t *dep
 			if (r != -1)
 				return ts_fail(err, TS_ERR_INVALID,
 							   "tree %d node %d has a right child but no left child", t, i);
-			if (!isfinite(m->leaf_value[g]))
-				return ts_fail(err, TS_ERR_INVALID, "tree %d leaf %d has a non-finite value", t, i);
+			for (int32_t k = 0; k < ts_leaf_size(m); k++)
+				if (!isfinite(m->leaf_value[g * ts_leaf_size(m) + k]))
+					return ts_fail(err, TS_ERR_INVALID, "tree %d leaf %d has a non-finite value", t, i);
 			m->num_leaves++;
 			if (depth_of[i] > m->max_depth)
 				m->max_depth = depth_of[i];
@@ -204,9 +205,9 @@ ts_model_validate(TsModel *m, TsError *err)
 					   m->num_features, TS_MAX_FEATURES);
 	for (int32_t t = 0; t < m->num_trees; t++)
 	{
-		if (m->tree_group[t] < 0 || m->tree_group[t] >= m->num_outputs)
+		if (m->tree_group[t] < 0 || m->tree_group[t] > m->num_outputs - ts_leaf_size(m))
 			return ts_fail(err, TS_ERR_INVALID, "tree %d belongs to output %d, outside 0..%d",
-						   t, m->tree_group[t], m->num_outputs - 1);
+						   t, m->tree_group[t], m->num_outputs - ts_leaf_size(m));
 		if (m->tree_offset[t + 1] - m->tree_offset[t] > largest)
 			largest = m->tree_offset[t + 1] - m->tree_offset[t];
 	}
@@ -256,7 +257,8 @@ ts_model_predict_margin(const TsModel *m, const float *row, double *margin)
 			else
 				i = x < m->threshold[g] ? m->left[g] : m->right[g];
 		}
-		margin[m->tree_group[t]] += m->leaf_value[base + i];
+		for (int32_t k = 0; k < ts_leaf_size(m); k++)
+			margin[m->tree_group[t] + k] += m->leaf_value[(base + i) * ts_leaf_size(m) + k];
 	}
 }
 

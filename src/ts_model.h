@@ -58,7 +58,9 @@ typedef struct TsModel
 	int32_t    *split_feature;
 	float	   *threshold;
 	uint8_t    *default_left;
-	double	   *leaf_value;		/* already scaled by any dart weight */
+	double	   *leaf_value;		/* leaf_size per node, already scaled by any dart weight */
+	int32_t		leaf_size;		/* values per leaf: 0 or 1, or K for vector leaves
+								 * (tree t adds value k to output tree_group[t] + k) */
 	double	   *cover;
 	int32_t    *cat_set;		/* categorical node: offset of its left set in cat_pool; else -1 */
 
@@ -91,6 +93,13 @@ extern bool ts_model_validate(TsModel *m, TsError *err);
 
 /* Release everything ts_model_read allocated. */
 extern void ts_model_free(TsModel *m);
+
+/* Values per leaf (1 but for vector-leaf models). */
+static inline int32_t
+ts_leaf_size(const TsModel *m)
+{
+	return m->leaf_size > 1 ? m->leaf_size : 1;
+}
 
 /* Allocate the node arrays for m->num_nodes nodes (readers fill them). */
 extern void ts_model_alloc_nodes(TsModel *m);

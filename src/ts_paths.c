@@ -228,14 +228,19 @@ tree_paths(TsPathBuilder *b, const TsModel *m, int32_t t, int32_t *parent, TsEdg
 	for (int32_t leaf = 0; leaf < n; leaf++)
 	{
 		int32_t		nedges = 0;
-		double		v = m->leaf_value[base + leaf];
 
-		/* zero leaves add nothing to phi or to the bias */
-		if (m->left[base + leaf] != -1 || v == 0.0)
+		if (m->left[base + leaf] != -1)
 			continue;
 		for (int32_t c = leaf; parent[c] != -1; c = parent[c])
 			edges[nedges++] = make_edge(m, base, parent[c], c);
-		emit_path(b, edges, nedges, t, m->tree_group[t], v);
+		/* a vector leaf is one path per output; zero values add nothing */
+		for (int32_t k = 0; k < ts_leaf_size(m); k++)
+		{
+			double		v = m->leaf_value[(base + leaf) * ts_leaf_size(m) + k];
+
+			if (v != 0.0)
+				emit_path(b, edges, nedges, t, m->tree_group[t] + k, v);
+		}
 	}
 }
 

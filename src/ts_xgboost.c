@@ -135,25 +135,68 @@ read_double_array(const TsJson *tree, int32_t t, const char *key, size_t n, doub
 	return true;
 }
 
-/* Reject split kinds and leaf layouts this reader does not implement. */
+/* A tree's size_leaf_vector: 0 or 1 for scalar leaves, K for vector leaves. */
 static bool
-check_tree_supported(const TsJson *tree, int32_t t, size_t n, TsError *err)
+leaf_vector_size(const TsJson *tree, int64_t *k, TsError *err)
 {
-	const TsJson *param = ts_json_get(tree, "tree_param");
+	if (!get_int_param(ts_json_get(tree, "tree_param"), "size_leaf_vector", 1, 0,
+					   TS_MAX_OUTPUTS, k, err))
+		return false;
+	if (*k == 0)
+		*k = 1;
+	return true;
+}
+
+/* Check the declared node count and that the tree's leaves are the model's kind. */
+static bool
+check_tree_shape(const TsModel *m, const TsJson *tree, int32_t t, size_t n, TsError *err)
+{
 	int64_t		leaf_size;
 	int64_t		declared;
 
-	if (!get_int_param(param, "size_leaf_vector", 1, 0, INT32_MAX, &leaf_size, err))
+	if (!leaf_vector_size(tree, &leaf_size, err))
 		return false;
-	if (leaf_size > 1)
-		return ts_fail(err, TS_ERR_UNSUPPORTED,
-					   "multi-target trees (size_leaf_vector = %lld) are not supported",
-					   (long long) leaf_size);
-	if (!get_int_param(param, "num_nodes", (int64_t) n, 0, INT32_MAX, &declared, err))
+	if (leaf_size != ts_leaf_size(m))
+		return ts_fail(err, TS_ERR_INVALID, "tree %d has leaves of %lld values, tree 0 of %d",
+					   t, (long long) leaf_size, ts_leaf_size(m));
+	if (!get_int_param(ts_json_get(tree, "tree_param"), "num_nodes", (int64_t) n, 0, INT32_MAX,
+					   &declared, err))
 		return false;
 	if (declared != (int64_t) n)
 		return ts_fail(err, TS_ERR_INVALID, "tree %d: num_nodes is %lld but arrays have %zu nodes",
 					   t, (long long) declared, n);
+	return true;
+}
+
+/*
+ * Vector leaves (XGBoost's multi_output_tree): a leaf's right_children is
+ * its index into leaf_weights, which holds leaf_size values per leaf.
+ */
+static bool
+read_vector_leaves(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n,
+				   double weight, TsError *err)
+{
+	const TsJson *w = ts_json_get(tree, "leaf_weights");
+	size_t		k = (size_t) ts_leaf_size(m);
+
+	if (w == NULL || (w->type != TSJ_NUMARRAY && w->type != TSJ_ARRAY))
+		return ts_fail(err, TS_ERR_INVALID, "tree %d: vector leaves need a \"leaf_weights\" array", t);
+	for (size_t i = 0; i < n; i++)
+	{
+		int64_t		leaf = m->right[base + i];
+
+		if (m->left[base + i] != -1)
+			continue;
+		if (leaf < 0 || (size_t) leaf >= ts_json_array_len(w) / k)
+			return ts_fail(err, TS_ERR_INVALID, "tree %d leaf %zu: leaf index %lld is out of range",
+						   t, i, (long long) leaf);
+		for (size_t j = 0; j < k; j++)
+			if (!array_number(w, (size_t) leaf * k + j, &m->leaf_value[(base + i) * k + j]))
+				return ts_fail(err, TS_ERR_INVALID, "tree %d: leaf_weights holds a non-number", t);
+			else
+				m->leaf_value[(base + i) * k + j] *= weight;
+		m->right[base + i] = -1;
+	}
 	return true;
 }
 
@@ -264,28 +307,13 @@ read_categories(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t 
 	return true;
 }
 
-/* Copy one tree's arrays into the model's flat arrays starting at base. */
+/* default_left: 0/1 numbers or booleans. */
 static bool
-read_tree(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, double weight,
-		  TsError *err)
+read_default_left(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, TsError *err)
 {
-	double	   *tmp;
-	bool		ok;
+	double	   *tmp = ts_alloc(n * sizeof(double));
+	bool		ok = read_double_array(tree, t, "default_left", n, tmp, err);
 
-	if (tree->type != TSJ_OBJECT)
-		return ts_fail(err, TS_ERR_INVALID, "tree %d is not an object", t);
-	if (!check_tree_supported(tree, t, n, err) ||
-		!read_categories(m, tree, t, base, n, err) ||
-		!read_int_array(tree, t, "left_children", n, m->left + base, err) ||
-		!read_int_array(tree, t, "right_children", n, m->right + base, err) ||
-		!read_int_array(tree, t, "split_indices", n, m->split_feature + base, err) ||
-		!read_double_array(tree, t, "sum_hessian", n, m->cover + base, err) ||
-		!read_double_array(tree, t, "split_conditions", n, m->leaf_value + base, err))
-		return false;
-
-	/* default_left: 0/1 numbers or booleans */
-	tmp = ts_alloc(n * sizeof(double));
-	ok = read_double_array(tree, t, "default_left", n, tmp, err);
 	for (size_t i = 0; ok && i < n; i++)
 	{
 		if (tmp[i] != 0.0 && tmp[i] != 1.0)
@@ -294,42 +322,62 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, dou
 			m->default_left[base + i] = (uint8_t) tmp[i];
 	}
 	ts_free(tmp);
-	if (!ok)
-		return false;
+	return ok;
+}
 
-	/* split_conditions holds thresholds on internal nodes, values on leaves */
-	for (size_t i = 0; i < n; i++)
+/* split_conditions: thresholds on numeric splits, values on scalar leaves. */
+static bool
+read_conditions(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, double weight,
+				TsError *err)
+{
+	double	   *cond = ts_alloc(n * sizeof(double));
+	bool		ok = read_double_array(tree, t, "split_conditions", n, cond, err);
+
+	for (size_t i = 0; ok && i < n; i++)
 	{
-		double		c = m->leaf_value[base + i];
+		double		c = cond[i];
 
+		m->threshold[base + i] = 0.0f;	/* leaves and categorical splits: unused */
 		if (m->left[base + i] == -1)
 		{
-			m->threshold[base + i] = 0.0f;
-			m->leaf_value[base + i] = c * weight;
+			if (ts_leaf_size(m) == 1)
+				m->leaf_value[base + i] = c * weight;
 		}
 		else if (m->cat_set[base + i] != -1)
-		{
-			m->threshold[base + i] = 0.0f;	/* unused: the category set decides */
-			m->leaf_value[base + i] = 0.0;
-		}
+			continue;
+		/*
+		 * XGBoost writes -inf for a split of present against missing values
+		 * (trained on the GPU) and may write +inf: both are thresholds; NaN
+		 * and finite values beyond float are not.
+		 */
+		else if (isnan(c))
+			ok = ts_fail(err, TS_ERR_INVALID, "tree %d node %zu: split threshold is NaN", t, i);
+		else if (isfinite(c) && fabs(c) > 3.402823466e+38)
+			ok = ts_fail(err, TS_ERR_INVALID,
+						 "tree %d node %zu: split threshold %g is outside float range", t, i, c);
 		else
-		{
-			/*
-			 * XGBoost writes -inf for a split of present against missing
-			 * values (trained on the GPU) and may write +inf: both are
-			 * thresholds; NaN and finite values beyond float are not.
-			 */
-			if (isnan(c))
-				return ts_fail(err, TS_ERR_INVALID, "tree %d node %zu: split threshold is NaN", t, i);
-			if (isfinite(c) && fabs(c) > 3.402823466e+38)
-				return ts_fail(err, TS_ERR_INVALID,
-							   "tree %d node %zu: split threshold %g is outside float range",
-							   t, i, c);
 			m->threshold[base + i] = (float) c;
-			m->leaf_value[base + i] = 0.0;
-		}
 	}
-	return true;
+	ts_free(cond);
+	return ok;
+}
+
+/* Copy one tree's arrays into the model's flat arrays starting at base. */
+static bool
+read_tree(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t n, double weight,
+		  TsError *err)
+{
+	if (tree->type != TSJ_OBJECT)
+		return ts_fail(err, TS_ERR_INVALID, "tree %d is not an object", t);
+	return check_tree_shape(m, tree, t, n, err) &&
+		read_categories(m, tree, t, base, n, err) &&
+		read_int_array(tree, t, "left_children", n, m->left + base, err) &&
+		read_int_array(tree, t, "right_children", n, m->right + base, err) &&
+		read_int_array(tree, t, "split_indices", n, m->split_feature + base, err) &&
+		read_double_array(tree, t, "sum_hessian", n, m->cover + base, err) &&
+		read_default_left(m, tree, t, base, n, err) &&
+		read_conditions(m, tree, t, base, n, weight, err) &&
+		(ts_leaf_size(m) == 1 || read_vector_leaves(m, tree, t, base, n, weight, err));
 }
 
 /*
@@ -508,6 +556,32 @@ read_learner_params(TsModel *m, const TsJson *learner, TsError *err)
 	return read_base_score(m, param, err) && read_feature_names(m, learner, err);
 }
 
+/*
+ * The model's leaf size, from its first tree: vector leaves (XGBoost's
+ * multi_output_tree) carry one value per target, so every tree adds to all
+ * outputs from output 0.
+ */
+static bool
+read_leaf_size(TsModel *m, const TsJson *tree0, TsError *err)
+{
+	int64_t		k;
+
+	if (tree0->type != TSJ_OBJECT)
+		return ts_fail(err, TS_ERR_INVALID, "tree 0 is not an object");
+	if (!leaf_vector_size(tree0, &k, err))
+		return false;
+	if (k > 1 && k != m->num_outputs)
+		return ts_fail(err, TS_ERR_INVALID, "leaves have %lld values but the model has %d outputs",
+					   (long long) k, m->num_outputs);
+	for (int32_t t = 0; k > 1 && t < m->num_trees; t++)
+		if (m->tree_group[t] != 0)
+			return ts_fail(err, TS_ERR_INVALID, "tree_info[%d] must be 0 for vector leaves", t);
+	if ((int64_t) m->num_nodes * k > TS_MAX_NODES)
+		return ts_fail(err, TS_ERR_LIMIT, "model has too many leaf values");
+	m->leaf_size = (int32_t) k;
+	return true;
+}
+
 /* Read tree_info (output per tree) and dart weights, and size the node arrays. */
 static bool
 read_tree_index(TsModel *m, const TsJson *model, const TsJson *weight_json, double **weights,
@@ -563,7 +637,7 @@ read_tree_index(TsModel *m, const TsJson *model, const TsJson *weight_json, doub
 		}
 	}
 	m->num_nodes = m->tree_offset[nt];
-	return true;
+	return nt == 0 || read_leaf_size(m, trees->u.arr.items[0], err);
 }
 
 /* Build a model from a parsed XGBoost JSON document. */

@@ -11,7 +11,8 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
     ('poisson'), ('long'), ('long24'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('dart_v3'),
     ('lgb_reg'), ('lgb_binary'), ('lgb_multiclass'), ('lgb_zero'), ('lgb_none'), ('lgb_rf'),
     ('xgb_reg_ubj'), ('xgb_cat_ubj'), ('xgb_cat_multi'), ('inf_json'), ('inf_ubj'),
-    ('logitraw_02'), ('logitraw_05'), ('logitraw_m075'), ('lgb_nonames'), ('long_name');
+    ('logitraw_02'), ('logitraw_05'), ('logitraw_m075'), ('lgb_nonames'), ('long_name'),
+    ('vector_leaf');
 
 \set f reg
 \ir load_fixture.sql
@@ -70,6 +71,8 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f lgb_nonames
 \ir load_fixture.sql
 \set f long_name
+\ir load_fixture.sql
+\set f vector_leaf
 \ir load_fixture.sql
 
 -- equal up to the last digits, where the CPU and GPU engines may differ

@@ -4,7 +4,7 @@
 -- libraries, or the brute-force Shapley oracle, in t01_oracle.sql.)
 BEGIN;
 \ir setup.sql
-SELECT plan(15);
+SELECT plan(17);
 
 -- +-inf thresholds: the trees of inf_json/inf_ubj split on them, and the
 -- margins walk them as XGBoost does
@@ -28,6 +28,14 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide(f, pg_temp.fx_query(f
             WHERE abs(w.base_value - e.contribs[cardinality(e.contribs)]) > 1e-5),
           0::bigint, f || ': bias equals pred_contribs''s')
   FROM (VALUES ('logitraw_02'), ('logitraw_m075')) v(f);
+
+-- vector leaves: one tree per round for all three targets
+SELECT results_eq($$SELECT num_trees, num_outputs FROM treeshap.models WHERE name = 'vector_leaf'$$,
+                  $$VALUES (8, 3)$$, 'vector_leaf: 8 trees of 3-value leaves give 3 outputs');
+SELECT throws_like($$SELECT treeshap.load_model('bad_vector', convert_to(regexp_replace(
+                       convert_from(treeshap.model_bytes('vector_leaf'), 'UTF8'),
+                       '"size_leaf_vector":"3"', '"size_leaf_vector":"2"'), 'UTF8'))$$,
+                   '%leaves have 2 values but the model has 3 outputs%', 'a leaf size other than the targets'' is refused');
 
 -- LightGBM's Column_<j> names are no names: columns match by position
 SELECT is((SELECT feature_names FROM treeshap.models WHERE name = 'lgb_nonames'), NULL::text[],

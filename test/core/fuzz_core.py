@@ -42,8 +42,12 @@ def mutate(raw, rng):
     if kind == 4:
         trees = doc["learner"]["gradient_booster"].get("model") or doc["learner"]["gradient_booster"]["gbtree"]["model"]
         tree = rng.choice(trees["trees"])
-        key = rng.choice(["left_children", "right_children", "split_indices", "split_conditions",
-                          "sum_hessian", "default_left"])
+        key = rng.choice([k for k in ("left_children", "right_children", "split_indices",
+                                      "split_conditions", "sum_hessian", "default_left",
+                                      "leaf_weights", "tree_param") if k in tree])
+        if key == "tree_param":     # vector leaves: a leaf size that does not fit
+            tree[key]["size_leaf_vector"] = rng.choice(["0", "1", "2", "4", "-1", "99999", "x"])
+            return json.dumps(doc).encode()
         arr = tree[key]
         if rng.random() < 0.2:
             arr.pop(rng.randrange(len(arr)))
@@ -113,11 +117,12 @@ def main():
         with open(os.path.join(FIXTURES, name), "rb") as f:
             return f.read()
 
-    json_sources = [source(f + ".json") for f in ("dart", "poisson", "multiclass_v3", "nan")]
+    json_sources = [source(f + ".json") for f in ("dart", "poisson", "multiclass_v3", "nan",
+                                                  "vector_leaf", "inf_json")]
     ubj_sources = [source("xgb_cat_ubj.ubj"), source("xgb_reg_ubj.ubj")]
     lgb_sources = [source(f + ".txt") for f in ("lgb_multiclass", "lgb_binary", "lgb_rf")]
     runs = [
-        ("json", [mutate(json_sources[i % 4], rng) for i in range(2000)]),
+        ("json", [mutate(json_sources[i % len(json_sources)], rng) for i in range(3000)]),
         ("ubjson", [mutate_ubj(ubj_sources[i % 2], rng) for i in range(1000)]),
         ("lightgbm", [mutate_lightgbm(lgb_sources[i % 3], rng) for i in range(1000)]),
     ]
