@@ -19,6 +19,8 @@ CREATE TABLE treeshap.model_store (
     objective     text,
     base_score    double precision[] NOT NULL,
     model         bytea NOT NULL,
+    categorical_features text[],
+    num_categories integer[],
     created_at    timestamptz NOT NULL DEFAULT now(),
     version       bigint NOT NULL DEFAULT nextval('treeshap.model_version')
 );
@@ -31,9 +33,9 @@ SELECT pg_catalog.pg_extension_config_dump('treeshap.model_version', '');
 CREATE VIEW treeshap.models AS
 SELECT name, format, num_trees, num_features, num_outputs, max_depth, num_leaves,
        feature_names, objective, base_score, octet_length(model)::bigint AS size,
-       created_at, version
+       created_at, version, categorical_features, num_categories
   FROM treeshap.model_store;
-COMMENT ON VIEW treeshap.models IS 'one row per stored model; base_score is in margin space';
+COMMENT ON VIEW treeshap.models IS 'one row per stored model; base_score is in margin space; num_categories counts the category names the model lists per categorical feature (NULL: codes only)';
 
 GRANT SELECT ON treeshap.model_store, treeshap.models TO PUBLIC;
 

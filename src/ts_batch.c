@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "catalog/pg_enum.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "mb/pg_wchar.h"
@@ -15,6 +16,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/syscache.h"
 
 #include "ts_batch.h"
 #include "ts_settings.h"
@@ -54,20 +56,52 @@ is_integer_type(Oid type)
 	return type == INT2OID || type == INT4OID || type == INT8OID;
 }
 
-/* Check one bound feature column's type. */
+/* How a text-like column type is read: 't' text/varchar, 'b' char(n), 'e' enum, 0 if not text. */
+static char
+text_kind(Oid type)
+{
+	if (type == TEXTOID || type == VARCHAROID)
+		return 't';
+	if (type == BPCHAROID)
+		return 'b';
+	if (type_is_enum(type))
+		return 'e';
+	return 0;
+}
+
+/*
+ * Check feature j's column type: numeric, or text-like when the model has
+ * category names for j (its codes are then looked up by name).
+ */
 static Oid
-feature_column_type(TupleDesc desc, int attno)
+feature_column_type(TsBatchReader *r, TupleDesc desc, int attno, int32 j)
 {
 	Form_pg_attribute att = TupleDescAttr(desc, attno);
 	Oid			type = getBaseType(att->atttypid);
+	char		kind = text_kind(type);
 
-	if (!is_feature_type(type))
+	r->feature_text[j] = 0;
+	if (is_feature_type(type))
+		return type;
+	if (kind != 0 && ts_catdict_size(r->model, j) > 0)
+	{
+		r->feature_text[j] = kind;
+		return type;
+	}
+	if (kind != 0 && r->model->categorical != NULL && r->model->categorical[j])
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" has type %s, which is not a numeric type",
-						NameStr(att->attname), format_type_be(att->atttypid)),
-				 errhint("Feature columns must be smallint, integer, bigint, real, double precision, numeric or boolean.")));
-	return type;
+				 errmsg("column \"%s\" has type %s, but the model has no category names for feature \"%s\"",
+						NameStr(att->attname), format_type_be(att->atttypid),
+						ts_feature_name(r->model, j)),
+				 errdetail("The feature is categorical, but the model file does not list its categories (XGBoost >= 3.1 saves them for pandas string categories, LightGBM as pandas_categorical)."),
+				 errhint("Pass the category codes as an integer column.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("column \"%s\" has type %s, which is not a numeric type",
+					NameStr(att->attname), format_type_be(att->atttypid)),
+			 errhint("Feature columns must be smallint, integer, bigint, real, double precision, numeric or boolean, or text for categorical features whose model lists their categories.")));
+	pg_unreachable();
 }
 
 /*
@@ -137,6 +171,7 @@ bind_columns(TsBatchReader *r, TupleDesc desc)
 	bind_key(r, desc);
 	r->feature_attno = palloc(sizeof(int) * nf);
 	r->feature_type = palloc(sizeof(Oid) * nf);
+	r->feature_text = palloc(nf);
 	if (!by_name && desc->natts - 1 != nf)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -162,7 +197,7 @@ bind_columns(TsBatchReader *r, TupleDesc desc)
 						 errhint("Set treeshap.match_columns to position to match columns by position.")));
 		}
 		r->feature_attno[j] = attno;
-		r->feature_type[j] = feature_column_type(desc, attno);
+		r->feature_type[j] = feature_column_type(r, desc, attno, j);
 	}
 	r->values = palloc(sizeof(Datum) * desc->natts);
 	r->isnull = palloc(sizeof(bool) * desc->natts);
@@ -191,6 +226,43 @@ feature_value(Datum d, Oid type)
 			return ts_feature_value(DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d)));
 	}
 	pg_unreachable();
+}
+
+/*
+ * A category given by name, as its code in the model's dictionary. A name
+ * the model was not trained with is a missing value, as pandas makes it
+ * when a column takes the training set's categories (LightGBM does so;
+ * XGBoost 3.2 refuses such a name instead).
+ */
+static float
+category_code(const TsModel *m, int32 j, Datum d, char kind)
+{
+	const char *name;
+	size_t		len;
+	int32		code;
+
+	if (kind == 'e')
+	{
+		HeapTuple	tup = SearchSysCache1(ENUMOID, d);
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for enum value %u", DatumGetObjectId(d));
+		name = NameStr(((Form_pg_enum) GETSTRUCT(tup))->enumlabel);
+		code = ts_catdict_lookup(m, j, name, strlen(name));
+		ReleaseSysCache(tup);
+		return code >= 0 ? (float) code : NAN;
+	}
+	else
+	{
+		text	   *t = DatumGetTextPP(d);
+
+		name = VARDATA_ANY(t);
+		len = VARSIZE_ANY_EXHDR(t);
+		if (kind == 'b')		/* char(n) pads with blanks that are not part of the value */
+			len = bpchartruelen((char *) name, (int) len);
+		code = ts_catdict_lookup(m, j, name, len);
+		return code >= 0 ? (float) code : NAN;
+	}
 }
 
 /* The row key in the requested type, converting between integer types with range checks. */
@@ -282,7 +354,12 @@ ts_batch_next(TsBatchReader *r)
 		{
 			int			a = r->feature_attno[j];
 
-			row[j] = r->isnull[a] ? NAN : feature_value(r->values[a], r->feature_type[j]);
+			if (r->isnull[a])
+				row[j] = NAN;
+			else if (r->feature_text[j] != 0)
+				row[j] = category_code(r->model, j, r->values[a], r->feature_text[j]);
+			else
+				row[j] = feature_value(r->values[a], r->feature_type[j]);
 		}
 		ts_model_prepare_row(r->model, row);
 	}

@@ -22,6 +22,8 @@ typedef struct TsBatchReader
 	Oid			key_in_type;
 	int		   *feature_attno;	/* per model feature: query column (0-based) */
 	Oid		   *feature_type;	/* base type of that column */
+	char	   *feature_text;	/* text-like column mapped by the model's dictionary:
+								 * 't' text/varchar, 'b' char(n), 'e' enum; else 0 */
 
 	/* the current batch */
 	float	   *x_target;		/* if set, rows are converted into it (batch_rows rows of room) */

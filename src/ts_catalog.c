@@ -13,6 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "ts_batch.h"
 #include "ts_catalog.h"
 
 PG_FUNCTION_INFO_V1(treeshap_store_model);
@@ -85,6 +86,36 @@ base_score_array(const TsModel *m)
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
+/*
+ * The categorical features by name, and per feature the number of
+ * categories its dictionary lists (NULL where the model lists none).
+ */
+static void
+categorical_arrays(const TsModel *m, Datum *names, Datum *counts, bool *isnull)
+{
+	Datum	   *n = palloc(sizeof(Datum) * m->num_features);
+	Datum	   *c = palloc(sizeof(Datum) * m->num_features);
+	bool	   *c_null = palloc(sizeof(bool) * m->num_features);
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			count = 0;
+
+	*isnull = m->categorical == NULL;
+	if (*isnull)
+		return;
+	for (int32 j = 0; j < m->num_features; j++)
+		if (m->categorical[j])
+		{
+			n[count] = CStringGetTextDatum(ts_feature_name(m, j));
+			c[count] = Int32GetDatum(ts_catdict_size(m, j));
+			c_null[count++] = ts_catdict_size(m, j) == 0;
+		}
+	dims[0] = count;
+	*names = PointerGetDatum(construct_array(n, count, TEXTOID, -1, false, TYPALIGN_INT));
+	*counts = PointerGetDatum(construct_md_array(c, c_null, 1, dims, lbs, INT4OID, 4, true,
+												 TYPALIGN_INT));
+}
+
 /* ERROR if a model of this name exists (load without replace). */
 static void
 check_name_free(Datum name_datum, const char *name)
@@ -108,21 +139,24 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 {
 	static const char *insert_sql =
 		"INSERT INTO treeshap.model_store AS s (name, format, num_trees, num_features, "
-		"num_outputs, max_depth, num_leaves, feature_names, objective, base_score, model) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+		"num_outputs, max_depth, num_leaves, feature_names, objective, base_score, model, "
+		"categorical_features, num_categories) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 	static const char *upsert_tail =
 		" ON CONFLICT (name) DO UPDATE SET format = EXCLUDED.format, "
 		"num_trees = EXCLUDED.num_trees, num_features = EXCLUDED.num_features, "
 		"num_outputs = EXCLUDED.num_outputs, max_depth = EXCLUDED.max_depth, "
 		"num_leaves = EXCLUDED.num_leaves, feature_names = EXCLUDED.feature_names, "
 		"objective = EXCLUDED.objective, base_score = EXCLUDED.base_score, "
-		"model = EXCLUDED.model, created_at = now(), "
+		"model = EXCLUDED.model, categorical_features = EXCLUDED.categorical_features, "
+		"num_categories = EXCLUDED.num_categories, created_at = now(), "
 		"version = nextval('treeshap.model_version')";
-	Oid			argtypes[11] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
-	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID};
-	Datum		args[11];
-	char		nulls[11];
+	Oid			argtypes[13] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
+	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID, TEXTARRAYOID, INT4ARRAYOID};
+	Datum		args[13];
+	char		nulls[13];
 	bool		names_null;
+	bool		cats_null;
 	char	   *sql = replace ? psprintf("%s%s", insert_sql, upsert_tail) : pstrdup(insert_sql);
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -141,7 +175,10 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 		nulls[8] = 'n';
 	args[9] = base_score_array(m);
 	args[10] = PointerGetDatum(bytes);
-	if (SPI_execute_with_args(sql, 11, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+	categorical_arrays(m, &args[11], &args[12], &cats_null);
+	if (cats_null)
+		nulls[11] = nulls[12] = 'n';
+	if (SPI_execute_with_args(sql, 13, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not store model");
 }
 

@@ -6,6 +6,7 @@
  * rule (ts_model.h), a categorical bitset becomes the node's left set, and
  * the covers are LightGBM's data counts, as its own TreeSHAP uses them.
  */
+#include "ts_json.h"
 #include "ts_model.h"
 
 #include <errno.h>
@@ -596,6 +597,99 @@ index_trees(TsModel *m, const LgbTree *trees, int32_t ntrees, TsError *err)
 	return true;
 }
 
+/* Parse "[categorical_feature: 1,2,5]" into feature indices; false if malformed. */
+static bool
+parse_categorical_feature(const char *s, int32_t num_features, int32_t **out, int32_t *n)
+{
+	*n = 0;
+	*out = ts_alloc(((size_t) strlen(s) / 2 + 1) * sizeof(int32_t));
+	while (*s != ']' && *s != '\0')
+	{
+		char	   *end;
+		long		v;
+
+		errno = 0;
+		v = strtol(s, &end, 10);
+		/* ascending, as LightGBM writes them (dictionaries are added in feature order) */
+		if (end == s || errno != 0 || v < 0 || v >= num_features || (*n > 0 && v <= (*out)[*n - 1]))
+			return false;
+		(*out)[(*n)++] = (int32_t) v;
+		s = end;
+		if (*s == ',')
+			s++;
+	}
+	return *s == ']' && *n > 0;
+}
+
+/* One pandas_categorical list: all strings make feature j's dictionary; numbers make none. */
+static bool
+add_pandas_categories(TsModel *m, int32_t j, const TsJson *list, TsError *err)
+{
+	size_t		n = ts_json_array_len(list);
+
+	if (list->type == TSJ_NUMARRAY)
+		return true;
+	if (list->type != TSJ_ARRAY)
+		return ts_fail(err, TS_ERR_INVALID, "pandas_categorical holds a non-list");
+	for (size_t i = 0; i < n; i++)
+		if (list->u.arr.items[i]->type != TSJ_STRING)
+			return true;		/* mixed or numeric categories: codes only */
+	for (size_t i = 0; i < n; i++)
+	{
+		const TsJson *c = list->u.arr.items[i];
+
+		if (!ts_catdict_add(m, j, c->u.str.ptr, c->u.str.len, err))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * LightGBM saves the categories of a pandas DataFrame's categorical columns
+ * as "pandas_categorical:" (a JSON list of lists) after the parameters,
+ * one list per such column in column order; "[categorical_feature: ...]"
+ * names those columns' indices. When both agree in number, the lists are
+ * the dictionaries of those features; otherwise the model keeps codes only.
+ */
+static bool
+read_pandas_categorical(TsModel *m, LgbText *text, TsError *err)
+{
+	const char *cat_param = NULL;
+	const char *pandas = NULL;
+	char	   *line;
+	int32_t    *features = NULL;
+	int32_t		nfeatures = 0;
+	TsJsonDoc  *doc;
+	const TsJson *lists;
+	bool		ok = true;
+
+	while ((line = next_line(text)) != NULL)
+		if (strncmp(line, "[categorical_feature: ", 22) == 0)
+			cat_param = line + 22;
+		else if (strncmp(line, "pandas_categorical:", 19) == 0)
+			pandas = line + 19;
+	if (pandas == NULL || strcmp(pandas, "null") == 0 || cat_param == NULL)
+		return true;
+	doc = ts_json_parse(pandas, strlen(pandas), err);
+	if (doc == NULL)
+		return false;
+	lists = ts_json_root(doc);
+	if (parse_categorical_feature(cat_param, m->num_features, &features, &nfeatures) &&
+		lists->type == TSJ_ARRAY && ts_json_array_len(lists) == (size_t) nfeatures)
+	{
+		ts_catdict_open(m);
+		for (int32_t i = 0; ok && i < nfeatures; i++)
+		{
+			ts_model_mark_categorical(m, features[i]);
+			ok = add_pandas_categories(m, features[i], lists->u.arr.items[i], err);
+		}
+		ok = ok && ts_catdict_close(m, err);
+	}
+	ts_free(features);
+	ts_json_free(doc);
+	return ok;
+}
+
 /* Build the model from the text; the caller frees it on failure. */
 static bool
 build_model(TsModel *m, LgbText *text, TsError *err)
@@ -631,7 +725,7 @@ build_model(TsModel *m, LgbText *text, TsError *err)
 	}
 	ts_free(seen);
 	ts_free(trees);
-	return ok && ts_model_validate(m, err);
+	return ok && read_pandas_categorical(m, text, err) && ts_model_validate(m, err);
 }
 
 /* Read a LightGBM text model; on failure everything is freed. */

@@ -96,6 +96,12 @@ ts_model_free(TsModel *m)
 	ts_free(m->cat_set);
 	ts_free(m->cat_pool);
 	ts_free(m->input_rule);
+	ts_free(m->categorical);
+	for (int32_t i = 0; m->dict_start != NULL && i < m->dict_start[m->num_features]; i++)
+		ts_free(m->dict_names[i]);
+	ts_free(m->dict_start);
+	ts_free(m->dict_names);
+	ts_free(m->dict_sorted);
 	if (m->feature_names != NULL)
 	{
 		for (int32_t i = 0; i < m->num_features; i++)
@@ -162,6 +168,8 @@ validate_tree(TsModel *m, int32_t t, uint8_t *seen, int32_t *stack, int32_t *dep
 		if (m->cat_set[g] != -1 && !ts_catset_valid(m->cat_pool, m->cat_pool_len, m->cat_set[g]))
 			return ts_fail(err, TS_ERR_INVALID,
 						   "tree %d node %d has a malformed category set", t, i);
+		if (m->cat_set[g] != -1)
+			ts_model_mark_categorical(m, m->split_feature[g]);
 		/*
 		 * +inf sends every present value left (inputs are clamped to
 		 * FLT_MAX), -inf every present value right (XGBoost's split of

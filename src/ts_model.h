@@ -70,6 +70,20 @@ typedef struct TsModel
 	uint8_t    *input_rule;		/* per feature TsInputRule; NULL when all are plain */
 
 	char	  **feature_names;	/* NULL when the model carries none */
+	uint8_t    *categorical;	/* per feature 1 if categorical; NULL when none is */
+
+	/*
+	 * Category dictionaries (XGBoost's "cats", LightGBM's
+	 * pandas_categorical): feature j's categories, in code order, are
+	 * dict_names[dict_start[j] .. dict_start[j + 1]); dict_sorted holds the
+	 * same range's codes in byte order of their names, for lookups. NULL
+	 * when the model carries none (ts_catdict.c).
+	 */
+	int32_t    *dict_start;
+	char	  **dict_names;
+	int32_t    *dict_sorted;
+	int32_t		dict_cap;		/* names allocated while reading */
+	int32_t		dict_last;		/* feature the last name was added to */
 	char	   *objective;
 	TsLink		link;
 	double		link_scale;		/* logistic links: p = 1 / (1 + exp(-scale * margin)) */
@@ -106,6 +120,24 @@ extern void ts_model_alloc_nodes(TsModel *m);
 
 /* Append an empty category set to the pool; its offset, or -1 past the limits. */
 extern int64_t ts_model_add_catset(TsModel *m, uint32_t nbits, bool others);
+
+/* Start empty dictionaries for every feature (readers then add in feature order). */
+extern void ts_catdict_open(TsModel *m);
+
+/* Append the next category (code = its position) to feature j's dictionary. */
+extern bool ts_catdict_add(TsModel *m, int32_t j, const char *name, size_t len, TsError *err);
+
+/* Finish the dictionaries: sort for lookups, refuse duplicate names. */
+extern bool ts_catdict_close(TsModel *m, TsError *err);
+
+/* Categories in feature j's dictionary (0 without one). */
+extern int32_t ts_catdict_size(const TsModel *m, int32_t j);
+
+/* Code of the category named name[0 .. len) of feature j, or -1 if unseen. */
+extern int32_t ts_catdict_lookup(const TsModel *m, int32_t j, const char *name, size_t len);
+
+/* Mark feature j categorical. */
+extern void ts_model_mark_categorical(TsModel *m, int32_t j);
 
 /* Apply the model's per-feature input rules to one converted row in place. */
 extern void ts_model_prepare_row(const TsModel *m, float *row);

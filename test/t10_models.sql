@@ -4,7 +4,7 @@
 -- libraries, or the brute-force Shapley oracle, in t01_oracle.sql.)
 BEGIN;
 \ir setup.sql
-SELECT plan(17);
+SELECT plan(29);
 
 -- +-inf thresholds: the trees of inf_json/inf_ubj split on them, and the
 -- margins walk them as XGBoost does
@@ -71,6 +71,68 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('reg',
 SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT 1 AS id, 2 AS a')$$,
                  '42804', NULL, 'match_columns = position: the column count must match');
 RESET treeshap.match_columns;
+
+-- text categories: the models carry their category names, so a table's text
+-- (or enum) columns are mapped to codes; names never seen in training are
+-- missing values. Each row's names come from pandas (NAME.text.csv), its
+-- integer codes from NAME.data.csv.
+CREATE TEMP TABLE fx_text_raw (id bigint, t text[]);
+CREATE TEMP TABLE fx_text (fixture text, id bigint, t text[]);
+\copy fx_text_raw FROM 'test/fixtures/xgb_text_cats.text.csv' WITH (FORMAT csv)
+INSERT INTO fx_text SELECT 'xgb_text_cats', * FROM fx_text_raw;
+INSERT INTO fx_text SELECT 'xgb_text_onehot', * FROM fx_text_raw;
+TRUNCATE fx_text_raw;
+\copy fx_text_raw FROM 'test/fixtures/lgb_text_cats.text.csv' WITH (FORMAT csv)
+INSERT INTO fx_text SELECT 'lgb_text_cats', * FROM fx_text_raw;
+
+-- SELECT id, x[1] AS age, ..., t[7] AS workclass, ...: text for the categorical features
+CREATE FUNCTION pg_temp.text_query(f text, cast_to text DEFAULT 'text') RETURNS text LANGUAGE sql AS $$
+    SELECT format('SELECT d.id, %s FROM pg_temp.fx_data d JOIN pg_temp.fx_text t USING (fixture, id) WHERE d.fixture = %L',
+                  string_agg(CASE WHEN m.feature_names[i] = ANY (m.categorical_features)
+                                  THEN format('t.t[%s]::%s AS %I', i, cast_to, m.feature_names[i])
+                                  ELSE format('d.x[%s] AS %I', i, m.feature_names[i]) END,
+                             ', ' ORDER BY i), f)
+      FROM treeshap.models m, generate_series(1, m.num_features) AS i
+     WHERE m.name = f
+$$;
+
+SELECT results_eq(format($$SELECT categorical_features, num_categories FROM treeshap.models WHERE name = %L$$, f),
+                  $$VALUES (ARRAY['workclass', 'education', 'marital_status', 'occupation', 'relationship',
+                                  'race', 'sex', 'native_country'], ARRAY[8, 16, 7, 14, 6, 5, 2, 41])$$,
+                  f || ': treeshap.models lists the categorical features and their category counts')
+  FROM (VALUES ('xgb_text_cats'), ('lgb_text_cats')) v(f);
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide(f, pg_temp.text_query(f)) a
+             JOIN treeshap.explain_shap_wide(f, pg_temp.fx_query(f)) b USING (row_key, output)
+            WHERE a.shap_values = b.shap_values AND a.base_value = b.base_value),
+          200::bigint, f || ': text columns give exactly the integer-code results')
+  FROM (VALUES ('xgb_text_cats'), ('xgb_text_onehot'), ('lgb_text_cats')) v(f);
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b)) FROM unnest(w.shap_values || w.base_value, e.contribs) u(a, b))
+                          / greatest(1, abs(e.margin)))
+                 FROM treeshap.explain_shap_wide(f, pg_temp.text_query(f, 'varchar(40)')) w
+                 JOIN fx_expected e ON e.fixture = f AND e.id = w.row_key AND e.output = w.output),
+              '<=', 1e-5::float8, f || ': varchar columns match the library''s contributions on its DataFrame')
+  FROM (VALUES ('xgb_text_cats'), ('xgb_text_onehot'), ('lgb_text_cats')) v(f);
+SELECT is((SELECT count(*) FROM treeshap.predict('xgb_text_cats', pg_temp.text_query('xgb_text_cats', 'char(30)')) a
+             JOIN treeshap.predict('xgb_text_cats', pg_temp.fx_query('xgb_text_cats')) b USING (row_key, output)
+            WHERE a.margin = b.margin),
+          200::bigint, 'char(n) columns (blank-padded) give the integer-code margins');
+CREATE TYPE pg_temp.workclass AS ENUM ('Federal-gov', 'Local-gov', 'Never-worked', 'Private',
+    'Self-emp-inc', 'Self-emp-not-inc', 'State-gov', 'Without-pay', 'Martian', 'private', 'Private ');
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('lgb_text_cats',
+              replace(pg_temp.text_query('lgb_text_cats'), 't.t[7]::text',
+                      $q$nullif(t.t[7], '')::pg_temp.workclass$q$)) a
+             JOIN treeshap.explain_shap_wide('lgb_text_cats', pg_temp.fx_query('lgb_text_cats')) b USING (row_key, output)
+            WHERE a.shap_values = b.shap_values),
+          200::bigint, 'an enum column maps by its labels');
+SELECT throws_like($$SELECT * FROM treeshap.explain_shap_wide('xgb_cat_ubj',
+                       'SELECT 1 AS id, 1 AS age, 1 AS fnlwgt, 1 AS education_num, 1 AS capital_gain, 1 AS capital_loss,
+                               1 AS hours_per_week, ''Private''::text AS workclass, 1 AS education, 1 AS marital_status,
+                               1 AS occupation, 1 AS relationship, 1 AS race, 1 AS sex, 1 AS native_country')$$,
+                   '%model has no category names for feature "workclass"%',
+                   'a text column for a model without category names is refused, saying why');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('xgb_text_cats',
+                     replace(pg_temp.text_query('xgb_text_cats'), 'd.x[1] AS age', $q$'x'::text AS age$q$))$$,
+                 '42804', NULL, 'a text column for a numeric feature is refused');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -39,8 +39,17 @@ def mutate(raw, rng):
     if kind < 4:
         return mutate_bytes(raw, rng, kind)
     doc = json.loads(raw)
+    model = doc["learner"]["gradient_booster"].get("model") or doc["learner"]["gradient_booster"]["gbtree"]["model"]
+    if kind == 4 and (model.get("cats") or {}).get("enc") and rng.random() < 0.5:     # a dictionary
+        enc = rng.choice(model["cats"]["enc"])
+        key = rng.choice(["offsets", "values"])
+        if enc.get(key) and rng.random() < 0.5:
+            enc[key][rng.randrange(len(enc[key]))] = rng.choice(HOSTILE + [256, -1, 10**6])
+        else:
+            enc[key] = rng.choice([[], [0], [5, 2], [0, 0, 0], None, "x"])
+        return json.dumps(doc).encode()
     if kind == 4:
-        trees = doc["learner"]["gradient_booster"].get("model") or doc["learner"]["gradient_booster"]["gbtree"]["model"]
+        trees = model
         tree = rng.choice(trees["trees"])
         key = rng.choice([k for k in ("left_children", "right_children", "split_indices",
                                       "split_conditions", "sum_hessian", "default_left",
@@ -66,6 +75,8 @@ def mutate_ubj(raw, rng):
         return mutate_bytes(raw, rng, rng.randrange(4))
     b = bytearray(raw)
     spots = [i for i in range(len(b) - 9) if b[i] == ord("L") and b[i + 1] == 0]
+    if not spots:
+        return mutate_bytes(raw, rng, rng.randrange(4))
     i = rng.choice(spots)
     value = rng.choice([0, 1, 7, 2**31, 2**62, 2**63 - 1, 2**64 - 1, len(b), len(b) * 8])
     b[i + 1:i + 9] = value.to_bytes(8, "big")
@@ -118,13 +129,13 @@ def main():
             return f.read()
 
     json_sources = [source(f + ".json") for f in ("dart", "poisson", "multiclass_v3", "nan",
-                                                  "vector_leaf", "inf_json")]
-    ubj_sources = [source("xgb_cat_ubj.ubj"), source("xgb_reg_ubj.ubj")]
-    lgb_sources = [source(f + ".txt") for f in ("lgb_multiclass", "lgb_binary", "lgb_rf")]
+                                                  "vector_leaf", "inf_json", "xgb_text_cats")]
+    ubj_sources = [source("xgb_cat_ubj.ubj"), source("xgb_reg_ubj.ubj"), source("xgb_text_onehot.ubj")]
+    lgb_sources = [source(f + ".txt") for f in ("lgb_multiclass", "lgb_binary", "lgb_rf", "lgb_text_cats")]
     runs = [
         ("json", [mutate(json_sources[i % len(json_sources)], rng) for i in range(3000)]),
-        ("ubjson", [mutate_ubj(ubj_sources[i % 2], rng) for i in range(1000)]),
-        ("lightgbm", [mutate_lightgbm(lgb_sources[i % 3], rng) for i in range(1000)]),
+        ("ubjson", [mutate_ubj(ubj_sources[i % len(ubj_sources)], rng) for i in range(1000)]),
+        ("lightgbm", [mutate_lightgbm(lgb_sources[i % len(lgb_sources)], rng) for i in range(1200)]),
     ]
     for name, mutants in runs:
         accepted, failure = run_mutants(name, mutants)
