@@ -10,6 +10,7 @@ for missing) with treeshap.explain_shap_wide, and compares with the
 library's own pred_contrib(s) within 1e-5 relative to max(1, |margin|).
 Connection settings come from the PG* environment variables.
 """
+import json
 import os
 import sys
 import time
@@ -22,6 +23,15 @@ try:
     import lightgbm as lgb
 except ImportError:
     lgb = None
+try:
+    import pandas as pd
+except ImportError:
+    pd = None
+try:    # the brute-force Shapley values of the fixtures' scripts (they need lightgbm too)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
+    from make_interactions import brute_contribs, xgb_paths
+except ImportError:
+    brute_contribs = xgb_paths = None
 
 TOL = 1e-5
 ROWS = 300
@@ -62,10 +72,12 @@ def check(conn, name, raw, X, names, cats, ref, margin):
     """Load raw, explain X from a table and compare with ref / margin (rows x outputs x ...)."""
     cur = conn.cursor()
     cols = names or [f"f{j}" for j in range(X.shape[1])]
-    types = ["bigint" if j in cats else "float8" for j in range(X.shape[1])]
+    text = cats if isinstance(cats, dict) else {}     # column -> category names: a text column
+    types = ["text" if j in text else "bigint" if j in cats else "float8" for j in range(X.shape[1])]
     cur.execute("DROP TABLE IF EXISTS t")
     cur.execute("CREATE TABLE t (id bigint, %s)" % ", ".join(f'"{c}" {t}' for c, t in zip(cols, types)))
-    rows = [(i,) + tuple(None if np.isnan(v) else (int(v) if j in cats else float(v))
+    rows = [(i,) + tuple(None if np.isnan(v) else text[j][int(v)] if j in text else
+                         int(v) if j in cats else float(v)
                          for j, v in enumerate(X[i])) for i in range(len(X))]
     cur.executemany("INSERT INTO t VALUES (%s)" % ", ".join(["%s"] * (len(cols) + 1)), rows)
     cur.execute("SELECT num_trees FROM treeshap.load_model(%s, %s, replace => true)",
@@ -142,13 +154,105 @@ def lightgbm_cases(rng):
                contribs, margin)
 
 
+def edited_inf(booster):
+    """The model with node 1 of every tree split at -inf and node 2 at +inf (what XGBoost
+    writes for a split of present against missing values when it trains on the GPU)."""
+    doc = json.loads(booster.save_raw("json"))
+    model = doc["learner"]["gradient_booster"]["model"]
+    for t in model["trees"]:
+        for node, thr in ((1, -np.inf), (2, np.inf)):
+            if len(t["left_children"]) > node and t["left_children"][node] != -1:
+                t["split_conditions"][node] = thr
+    edited = xgb.Booster()
+    edited.load_model(bytearray(json.dumps(doc).encode()))
+    return edited
+
+
+def new_kinds(rng):
+    """Models of the kinds users bring as saved today: +-inf thresholds, logitraw with any
+    base score, vector leaves (brute force: XGBoost has no contributions for them), string
+    categories from pandas explained from text columns, a 70-byte feature name."""
+    version = tuple(int(v) for v in xgb.__version__.split(".")[:2])
+    m = int(rng.integers(3, 7))
+    X, y = data(rng, 3000, m, 0.15)
+    names = [f"feat_{j}" for j in range(m)]
+    dm = xgb.DMatrix(X[:ROWS], missing=np.nan)
+    booster = edited_inf(xgb.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 2,
+                                    "seed": int(rng.integers(1000))},
+                                   xgb.DMatrix(X[ROWS:], label=y[ROWS:] > np.median(y), missing=np.nan), 10))
+    fmt = str(rng.choice(["json", "ubj"]))
+    yield (f"xgboost +-inf thresholds ({fmt})", bytes(booster.save_raw(fmt)), X[:ROWS], None, [],
+           booster.predict(dm, pred_contribs=True), booster.predict(dm, output_margin=True))
+    base = float(rng.uniform(-1.0, 1.5))
+    booster = xgb.train({"objective": "binary:logitraw", "base_score": base, "max_depth": 4, "nthread": 2},
+                        xgb.DMatrix(X[ROWS:], label=y[ROWS:] > np.median(y), missing=np.nan), 10)
+    yield (f"xgboost binary:logitraw, base_score {base:.3f}", bytes(booster.save_raw("json")), X[:ROWS],
+           None, [], booster.predict(dm, pred_contribs=True), booster.predict(dm, output_margin=True))
+    long_names = names[:]
+    long_names[0] = "a_feature_name_longer_than_any_postgresql_identifier_can_be_" + "x" * 9
+    booster = xgb.train({"objective": "reg:squarederror", "max_depth": 4, "nthread": 2},
+                        xgb.DMatrix(X[ROWS:], label=y[ROWS:], feature_names=long_names, missing=np.nan), 10)
+    dm = xgb.DMatrix(X[:ROWS], feature_names=long_names, missing=np.nan)
+    yield ("xgboost 70-byte feature name", bytes(booster.save_raw("json")), X[:ROWS], long_names, [],
+           booster.predict(dm, pred_contribs=True), booster.predict(dm, output_margin=True))
+    if version >= (2, 0) and brute_contribs is not None:
+        k = int(rng.integers(2, 4))
+        Y = np.c_[[np.nan_to_num(X[:, j % m]) * (j + 1) for j in range(k)]].T
+        booster = xgb.train({"tree_method": "hist", "multi_strategy": "multi_output_tree", "max_depth": 3,
+                             "nthread": 2}, xgb.DMatrix(X[ROWS:], label=Y[ROWS:], missing=np.nan), 6)
+        learner = json.loads(booster.save_raw("json"))["learner"]
+        Xs = X[:60]
+        margin = booster.predict(xgb.DMatrix(Xs, missing=np.nan), output_margin=True)
+        phi = brute_contribs(list(xgb_paths(learner)), Xs.astype(np.float64), k)
+        phi[:, :, -1] += (margin - phi.sum(axis=-1))[0]     # the base margin, beyond the trees
+        yield (f"xgboost vector leaves ({k} targets, brute force)", bytes(booster.save_raw("ubj")), Xs,
+               None, [], phi, margin)
+    if version >= (3, 1) and pd is not None:
+        for label, raw, Xc, cols, names_of, ref, margin in text_category_cases(rng, X, y):
+            yield label, raw, Xc, cols, names_of, ref, margin
+
+
+def text_category_cases(rng, X, y):
+    """XGBoost and LightGBM trained on pandas string categories; explained from text columns."""
+    m = X.shape[1]
+    levels = [f"level {c}" for c in range(int(rng.integers(3, 12)))]
+    codes = rng.integers(0, len(levels), len(X)).astype(float)
+    codes[rng.random(len(X)) < 0.05] = np.nan
+    Xc = np.c_[X, codes]
+    yc = np.nan_to_num(y) + np.isin(codes, [0, 2]) * 3
+    cols = [f"feat_{j}" for j in range(m)] + ["kind"]
+    frame = pd.DataFrame(Xc[:, :m], columns=cols[:m])
+    frame["kind"] = pd.Categorical([None if np.isnan(c) else levels[int(c)] for c in codes],
+                                   categories=levels)
+    booster = xgb.train({"tree_method": "hist", "max_depth": 4, "nthread": 2,
+                         "max_cat_to_onehot": int(rng.choice([1, 64]))},
+                        xgb.DMatrix(frame.iloc[ROWS:], label=yc[ROWS:], enable_categorical=True), 10)
+    dm = xgb.DMatrix(frame.iloc[:ROWS], enable_categorical=True)
+    yield ("xgboost pandas string categories from a text column", bytes(booster.save_raw("json")),
+           Xc[:ROWS], cols, {m: levels}, booster.predict(dm, pred_contribs=True),
+           booster.predict(dm, output_margin=True))
+    if lgb is not None:
+        booster = lgb.train({"objective": "regression", "num_leaves": 15, "verbose": -1, "num_threads": 2,
+                             "min_data_per_group": 5, "cat_smooth": 1},
+                            lgb.Dataset(frame.iloc[ROWS:], yc[ROWS:]), 10)
+        ev = frame.iloc[:ROWS]
+        yield ("lightgbm pandas_categorical from a text column", booster.model_to_string().encode(),
+               Xc[:ROWS], cols, {m: levels}, booster.predict(ev, pred_contrib=True),
+               booster.predict(ev, raw_score=True))
+        booster = lgb.train({"objective": "regression", "num_leaves": 15, "verbose": -1, "num_threads": 2},
+                            lgb.Dataset(X[ROWS:], y[ROWS:]), 10)
+        Xe = X[:ROWS].astype(np.float64)
+        yield ("lightgbm without names (Column_<j>), by position", booster.model_to_string().encode(),
+               X[:ROWS], None, [], booster.predict(Xe, pred_contrib=True), booster.predict(Xe, raw_score=True))
+
+
 def main():
     seed = int(os.environ.get("TS_ORACLE_SEED", time.time_ns() % 2**31))
     rng = np.random.default_rng(seed)
     print(f"xgboost {xgb.__version__}, lightgbm {lgb.__version__ if lgb else 'not installed'}, seed {seed}")
     conn = psycopg2.connect("")
     passed = failed = 0
-    cases = [xgboost_cases(rng)] + ([lightgbm_cases(rng)] if lgb else [])
+    cases = [xgboost_cases(rng)] + ([lightgbm_cases(rng)] if lgb else []) + [new_kinds(rng)]
     for label, raw, X, names, cats, contribs, margin in (c for gen in cases for c in gen):
         worst, complete = check(conn, "oracle_case", raw, X, names, cats, contribs, margin)
         ok = complete and worst <= TOL
