@@ -27,12 +27,12 @@ ts_model_read(const char *buf, size_t len, TsError *err)
 	while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
 		i++;
 	if (i < len && buf[i] == '{')
-		return ts_xgboost_json_read(buf, len, err);
+		return ts_json_model_read(buf, len, err);
 	if (len == 0)
 		ts_fail(err, TS_ERR_SYNTAX, "model is empty");
 	else
 		ts_fail(err, TS_ERR_SYNTAX,
-				"unrecognised model format: expected XGBoost JSON or UBJSON, or a LightGBM text model");
+				"unrecognised model format: expected XGBoost JSON or UBJSON, a LightGBM text model or CatBoost JSON");
 	return NULL;
 }
 

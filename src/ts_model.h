@@ -90,8 +90,13 @@ typedef struct TsModel
 	double	   *base_margin;	/* per output, margin space */
 } TsModel;
 
-/* Read an XGBoost JSON model; NULL with err set on any problem. */
-extern TsModel *ts_xgboost_json_read(const char *buf, size_t len, TsError *err);
+struct TsJsonDoc;
+
+/* Build a CatBoost model from its parsed JSON document (the caller frees the document). */
+extern TsModel *ts_catboost_from_doc(struct TsJsonDoc *doc, TsError *err);
+
+/* Read a JSON model: CatBoost's (oblivious_trees at the top) or XGBoost's. */
+extern TsModel *ts_json_model_read(const char *buf, size_t len, TsError *err);
 
 /* Read an XGBoost UBJSON model (the default file format since XGBoost 2.1). */
 extern TsModel *ts_xgboost_ubj_read(const char *buf, size_t len, TsError *err);
@@ -150,6 +155,16 @@ extern void ts_model_link(const TsModel *m, const double *margin, double *pred);
 
 /* Objective name to link and base_score transform; false if unknown. */
 extern TsLink ts_objective_link(const char *objective);
+
+/*
+ * Whether a finite double rounds to a finite float: below FLT_MAX plus half
+ * its last place (2^128 - 2^103), as the libraries' own "3.4028235E38" does.
+ */
+static inline bool
+ts_rounds_to_float(double x)
+{
+	return x > -3.4028235677973366e+38 && x < 3.4028235677973366e+38;
+}
 
 /* Convert a feature value to the float32 XGBoost compares with. */
 static inline float

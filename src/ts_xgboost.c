@@ -352,7 +352,7 @@ read_conditions(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t 
 		 */
 		else if (isnan(c))
 			ok = ts_fail(err, TS_ERR_INVALID, "tree %d node %zu: split threshold is NaN", t, i);
-		else if (isfinite(c) && fabs(c) > 3.402823466e+38)
+		else if (isfinite(c) && !ts_rounds_to_float(c))
 			ok = ts_fail(err, TS_ERR_INVALID,
 						 "tree %d node %zu: split threshold %g is outside float range", t, i, c);
 		else
@@ -780,11 +780,21 @@ model_from_doc(TsJsonDoc *doc, const char *format, TsError *err)
 	return m;
 }
 
-/* Parse, build and validate an XGBoost JSON model. */
+/*
+ * Parse, build and validate a JSON model: CatBoost's when the document has
+ * oblivious_trees at the top (no XGBoost model does), XGBoost's otherwise.
+ */
 TsModel *
-ts_xgboost_json_read(const char *buf, size_t len, TsError *err)
+ts_json_model_read(const char *buf, size_t len, TsError *err)
 {
-	return model_from_doc(ts_json_parse(buf, len, err), "xgboost-json", err);
+	TsJsonDoc  *doc = ts_json_parse(buf, len, err);
+	TsModel    *m;
+
+	if (doc == NULL || ts_json_get(ts_json_root(doc), "oblivious_trees") == NULL)
+		return model_from_doc(doc, "xgboost-json", err);
+	m = ts_catboost_from_doc(doc, err);
+	ts_json_free(doc);
+	return m;
 }
 
 /* Parse, build and validate an XGBoost UBJSON model. */

@@ -12,7 +12,8 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
     ('lgb_reg'), ('lgb_binary'), ('lgb_multiclass'), ('lgb_zero'), ('lgb_none'), ('lgb_rf'),
     ('xgb_reg_ubj'), ('xgb_cat_ubj'), ('xgb_cat_multi'), ('inf_json'), ('inf_ubj'),
     ('logitraw_02'), ('logitraw_05'), ('logitraw_m075'), ('lgb_nonames'), ('long_name'),
-    ('vector_leaf'), ('xgb_text_cats'), ('xgb_text_onehot'), ('lgb_text_cats');
+    ('vector_leaf'), ('xgb_text_cats'), ('xgb_text_onehot'), ('lgb_text_cats'),
+    ('cb_reg'), ('cb_binary'), ('cb_multiclass'), ('cb_uncertainty');
 
 \set f reg
 \ir load_fixture.sql
@@ -79,6 +80,14 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f xgb_text_onehot
 \ir load_fixture.sql
 \set f lgb_text_cats
+\ir load_fixture.sql
+\set f cb_reg
+\ir load_fixture.sql
+\set f cb_binary
+\ir load_fixture.sql
+\set f cb_multiclass
+\ir load_fixture.sql
+\set f cb_uncertainty
 \ir load_fixture.sql
 
 -- equal up to the last digits, where the CPU and GPU engines may differ

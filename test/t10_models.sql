@@ -4,7 +4,7 @@
 -- libraries, or the brute-force Shapley oracle, in t01_oracle.sql.)
 BEGIN;
 \ir setup.sql
-SELECT plan(29);
+SELECT plan(34);
 
 -- +-inf thresholds: the trees of inf_json/inf_ubj split on them, and the
 -- margins walk them as XGBoost does
@@ -133,6 +133,24 @@ SELECT throws_like($$SELECT * FROM treeshap.explain_shap_wide('xgb_cat_ubj',
 SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('xgb_text_cats',
                      replace(pg_temp.text_query('xgb_text_cats'), 'd.x[1] AS age', $q$'x'::text AS age$q$))$$,
                  '42804', NULL, 'a text column for a numeric feature is refused');
+
+-- CatBoost JSON: oblivious trees of float features; CTR and one-hot splits refused
+SELECT results_eq($$SELECT name, format, objective, num_outputs FROM treeshap.models WHERE name LIKE 'cb\_%' ORDER BY name$$,
+                  $$VALUES ('cb_binary', 'catboost-json', 'Logloss', 1), ('cb_multiclass', 'catboost-json', 'MultiClass', 3),
+                           ('cb_reg', 'catboost-json', 'RMSE', 1), ('cb_uncertainty', 'catboost-json', 'RMSEWithUncertainty', 2)$$,
+                  'CatBoost models: format, loss function and outputs');
+SELECT is((SELECT count(*) FROM treeshap.predict('cb_binary', pg_temp.fx_query('cb_binary')) p
+             JOIN fx_expected e ON e.fixture = 'cb_binary' AND e.id = p.row_key
+            WHERE abs(p.prediction - 1 / (1 + exp(-e.margin))) > 1e-9),
+          0::bigint, 'cb_binary: prediction is the sigmoid of CatBoost''s raw formula value');
+SELECT is((SELECT feature_names FROM treeshap.models WHERE name = 'cb_reg'),
+          ARRAY['MedInc', 'HouseAge', 'AveRooms', 'AveBedrms', 'Population', 'AveOccup', 'Latitude', 'Longitude'],
+          'cb_reg: feature names are CatBoost''s feature_id');
+\set ctr `base64 -w0 test/fixtures/cb_ctr.cbj`
+SELECT throws_ok(format($$SELECT treeshap.load_model('cb_ctr', decode(%L, 'base64'))$$, :'ctr'),
+                 '0A000', NULL, 'a CatBoost model with CTR splits is refused (0A000)');
+SELECT throws_like(format($$SELECT treeshap.load_model('cb_ctr', decode(%L, 'base64'))$$, :'ctr'),
+                   '%OnlineCtr splits are not supported (feature colour)%', 'the refusal names the feature');
 
 SELECT * FROM finish();
 ROLLBACK;

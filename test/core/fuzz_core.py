@@ -69,6 +69,32 @@ def mutate(raw, rng):
     return json.dumps(doc).encode()
 
 
+def mutate_catboost(raw, rng):
+    """CatBoost JSON: bytes, or a hostile value in a split, a leaf array or a feature's info."""
+    if rng.random() < 0.3:
+        return mutate_bytes(raw, rng, rng.randrange(4))
+    doc = json.loads(raw)
+    tree = rng.choice(doc["oblivious_trees"])
+    kind = rng.randrange(4)
+    if kind == 0:
+        split = rng.choice(tree["splits"])
+        split[rng.choice(["border", "float_feature_index", "split_type", "cat_feature_index"])] = \
+            rng.choice(HOSTILE + ["OnlineCtr", "OneHotFeature", 1e39, float("nan")])
+    elif kind == 1:
+        arr = tree[rng.choice(["leaf_values", "leaf_weights"])]
+        if rng.random() < 0.5:
+            arr.pop(rng.randrange(len(arr)))
+        else:
+            arr[rng.randrange(len(arr))] = rng.choice(HOSTILE)
+    elif kind == 2:
+        f = rng.choice(doc["features_info"]["float_features"])
+        f[rng.choice(["flat_feature_index", "feature_index", "nan_value_treatment", "feature_id"])] = \
+            rng.choice(HOSTILE + [4194304, "AsTrue"])
+    else:
+        tree["splits"] = tree["splits"] * rng.choice([0, 2, 9])
+    return json.dumps(doc).encode()
+
+
 def mutate_ubj(raw, rng):
     """Bytes, or a hostile value in one of the big-endian int64 lengths and counts."""
     if rng.random() < 0.5:
@@ -132,7 +158,9 @@ def main():
                                                   "vector_leaf", "inf_json", "xgb_text_cats")]
     ubj_sources = [source("xgb_cat_ubj.ubj"), source("xgb_reg_ubj.ubj"), source("xgb_text_onehot.ubj")]
     lgb_sources = [source(f + ".txt") for f in ("lgb_multiclass", "lgb_binary", "lgb_rf", "lgb_text_cats")]
+    cb_sources = [source(f + ".json") for f in ("cb_multiclass", "cb_binary", "cb_uncertainty")]
     runs = [
+        ("catboost", [mutate_catboost(cb_sources[i % len(cb_sources)], rng) for i in range(1500)]),
         ("json", [mutate(json_sources[i % len(json_sources)], rng) for i in range(3000)]),
         ("ubjson", [mutate_ubj(ubj_sources[i % len(ubj_sources)], rng) for i in range(1000)]),
         ("lightgbm", [mutate_lightgbm(lgb_sources[i % len(lgb_sources)], rng) for i in range(1200)]),

@@ -139,7 +139,8 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	double	   *scratch;
 	TsFeatureSelection *sel = ts_selection_make(m->num_features, NULL, 0);
 	size_t		inter_len = (size_t) m->num_outputs * sel->count * m->num_features;
-	double	   *inter = malloc(sizeof(double) * (inter_len > 0 ? inter_len : 1));
+	/* interactions only of models up to ~1000 features (below), so no room beyond that */
+	double	   *inter = malloc(sizeof(double) * (inter_len > 0 && inter_len <= 1 << 20 ? inter_len : 1));
 
 	TsGpuQuadDesc *q = ts_gpu_quad_build(pt);
 	TsPacking  *pk = ts_pack_paths(pt, TS_PACK_NEXT_FIT);	/* its long paths: the GPU's CPU route */
