@@ -24,6 +24,10 @@ try:
 except ImportError:
     lgb = None
 try:
+    import catboost as cb
+except ImportError:
+    cb = None
+try:
     import pandas as pd
 except ImportError:
     pd = None
@@ -171,7 +175,7 @@ def edited_inf(booster):
 def new_kinds(rng):
     """Models of the kinds users bring as saved today: +-inf thresholds, logitraw with any
     base score, vector leaves (brute force: XGBoost has no contributions for them), string
-    categories from pandas explained from text columns, a 70-byte feature name."""
+    categories from pandas explained from text columns, a 70-byte feature name, CatBoost."""
     version = tuple(int(v) for v in xgb.__version__.split(".")[:2])
     m = int(rng.integers(3, 7))
     X, y = data(rng, 3000, m, 0.15)
@@ -207,9 +211,30 @@ def new_kinds(rng):
         phi[:, :, -1] += (margin - phi.sum(axis=-1))[0]     # the base margin, beyond the trees
         yield (f"xgboost vector leaves ({k} targets, brute force)", bytes(booster.save_raw("ubj")), Xs,
                None, [], phi, margin)
+    if cb is not None:
+        yield from catboost_cases(rng, X, y)
     if version >= (3, 1) and pd is not None:
         for label, raw, Xc, cols, names_of, ref, margin in text_category_cases(rng, X, y):
             yield label, raw, Xc, cols, names_of, ref, margin
+
+
+def catboost_cases(rng, X, y):
+    """Fresh CatBoost models of float features (regression, binary, multiclass) as JSON,
+    against CatBoost's ShapValues and raw formula values."""
+    import tempfile
+    shapes = [("RMSE", cb.CatBoostRegressor, y), ("Logloss", cb.CatBoostClassifier, y > np.median(y)),
+              ("MultiClass", cb.CatBoostClassifier, np.digitize(y, np.quantile(y, [0.3, 0.7])))]
+    for loss, kind, target in shapes:
+        model = kind(iterations=int(rng.integers(5, 20)), depth=int(rng.integers(2, 7)), verbose=0,
+                     loss_function=loss, nan_mode=str(rng.choice(["Min", "Max"])), thread_count=2,
+                     random_seed=int(rng.integers(1000))).fit(X[ROWS:], target[ROWS:])
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            model.save_model(f.name, format="json")
+            raw = open(f.name, "rb").read()
+        pool = cb.Pool(X[:ROWS])
+        yield (f"catboost {loss}", raw, X[:ROWS], None, [],
+               model.get_feature_importance(pool, type="ShapValues"),
+               model.predict(pool, prediction_type="RawFormulaVal"))
 
 
 def text_category_cases(rng, X, y):

@@ -1,11 +1,12 @@
 -- 800 randomly mutated copies of XGBoost JSON fixtures, 600 of an XGBoost
--- UBJSON fixture and 600 of a LightGBM text fixture go through load_model
+-- UBJSON fixture, 600 of a LightGBM text fixture, 400 of a CatBoost JSON
+-- fixture and 700 of models with category names go through load_model
 -- (and, when one loads, through explain and predict). Every failure must be
 -- a clean ERROR of a documented class; afterwards the server is up, the
 -- session usable and the catalog unchanged.
 BEGIN;
 \ir setup.sql
-SELECT plan(9);
+SELECT plan(12);
 CREATE TEMP TABLE catalog_before AS SELECT name, version FROM treeshap.model_store;
 CREATE TEMP TABLE outcome (kind int, sqlstate text);
 
@@ -76,7 +77,7 @@ CREATE FUNCTION pg_temp.try_mutant(src text, k int) RETURNS void LANGUAGE plpgsq
 DECLARE
     m bytea := treeshap.model_bytes(src);
 BEGIN
-    m := CASE WHEN k < 4 THEN pg_temp.mutate(m, k) ELSE pg_temp.mutate_lines(m) END;
+    m := CASE WHEN k < 4 OR k >= 6 THEN pg_temp.mutate(m, k) ELSE pg_temp.mutate_lines(m) END;
     BEGIN
         PERFORM treeshap.load_model('fuzz_target', m, replace => true);
         PERFORM count(*) FROM treeshap.explain_shap_wide('fuzz_target',
@@ -118,8 +119,14 @@ SELECT lives_ok($$SELECT pg_temp.try_mutant('xgb_cat_ubj', floor(random() * 4)::
                     FROM generate_series(1, 600)$$, '600 mutated UBJSON models went through load_model');
 SELECT lives_ok($$SELECT pg_temp.try_mutant('lgb_multiclass', floor(random() * 6)::int)
                     FROM generate_series(1, 600)$$, '600 mutated LightGBM models went through load_model');
-SELECT cmp_ok((SELECT count(*) FROM outcome WHERE kind >= 100), '=', 1200::bigint,
-              'every UBJSON and LightGBM mutant was tried');
+SELECT lives_ok($$SELECT pg_temp.try_mutant('cb_multiclass', (ARRAY[0, 1, 2, 3, 6, 6])[1 + floor(random() * 6)::int])
+                    FROM generate_series(1, 400)$$, '400 mutated CatBoost JSON models went through load_model');
+SELECT lives_ok($$SELECT pg_temp.try_mutant('xgb_text_cats', (ARRAY[0, 1, 2, 3, 6])[1 + floor(random() * 5)::int])
+                    FROM generate_series(1, 400)$$, '400 mutated XGBoost models with category names went through load_model');
+SELECT lives_ok($$SELECT pg_temp.try_mutant('lgb_text_cats', floor(random() * 6)::int)
+                    FROM generate_series(1, 300)$$, '300 mutated LightGBM models with pandas_categorical went through load_model');
+SELECT cmp_ok((SELECT count(*) FROM outcome WHERE kind >= 100), '=', 2300::bigint,
+              'every UBJSON, LightGBM and CatBoost mutant was tried');
 SELECT lives_ok($$SELECT treeshap.drop_model('fuzz_target', if_exists => true)$$, 'the fuzz target drops');
 SELECT is((SELECT array_agg(DISTINCT sqlstate ORDER BY sqlstate) FROM outcome
             WHERE sqlstate NOT IN ('loaded', '22P02', '22023', '0A000', '54000', '42703', '42804', '22P05', '22021')),
