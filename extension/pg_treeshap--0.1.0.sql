@@ -52,7 +52,7 @@ AS $$
     SELECT * FROM treeshap.models m WHERE m.name = load_model.name;
 $$;
 COMMENT ON FUNCTION treeshap.load_model(text, bytea, boolean) IS
-    'validate and store a model (XGBoost JSON); replace => true overwrites';
+    'validate and store a model (XGBoost JSON or UBJSON, LightGBM text, CatBoost JSON); replace => true overwrites';
 
 CREATE FUNCTION treeshap.drop_model(name text, if_exists boolean DEFAULT false)
 RETURNS boolean
