@@ -227,7 +227,7 @@ def catboost_cases(rng, X, y):
     for loss, kind, target in shapes:
         model = kind(iterations=int(rng.integers(5, 20)), depth=int(rng.integers(2, 7)), verbose=0,
                      loss_function=loss, nan_mode=str(rng.choice(["Min", "Max"])), thread_count=2,
-                     random_seed=int(rng.integers(1000))).fit(X[ROWS:], target[ROWS:])
+                     random_seed=int(rng.integers(1000)), allow_writing_files=False).fit(X[ROWS:], target[ROWS:])
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             model.save_model(f.name, format="json")
             raw = open(f.name, "rb").read()
