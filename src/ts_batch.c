@@ -80,15 +80,25 @@ feature_column_type(TsBatchReader *r, TupleDesc desc, int attno, int32 j)
 	Oid			type = getBaseType(att->atttypid);
 	char		kind = text_kind(type);
 
+	bool		categorical = r->model->categorical != NULL && r->model->categorical[j];
+
 	r->feature_text[j] = 0;
+	/* CatBoost hashes a category's name, so only the name can be given */
+	if (is_feature_type(type) && r->model->dict_hashed && categorical)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" has type %s, but CatBoost categorical feature \"%s\" takes text",
+						NameStr(att->attname), format_type_be(att->atttypid), ts_feature_name(r->model, j)),
+				 errdetail("CatBoost compares a hash of the category's name; an integer category is the hash of its decimal form."),
+				 errhint("Cast the column to text.")));
 	if (is_feature_type(type))
 		return type;
-	if (kind != 0 && ts_catdict_size(r->model, j) > 0)
+	if (kind != 0 && (ts_catdict_size(r->model, j) > 0 || (r->model->dict_hashed && categorical)))
 	{
 		r->feature_text[j] = kind;
 		return type;
 	}
-	if (kind != 0 && r->model->categorical != NULL && r->model->categorical[j])
+	if (kind != 0 && categorical)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("column \"%s\" has type %s, but the model has no category names for feature \"%s\"",

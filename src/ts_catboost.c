@@ -7,8 +7,10 @@
  * in index order, as CatBoost's own SHAP values order them; a node's cover
  * is the sum of the leaf_weights below it. Leaves of models with several
  * outputs (MultiClass, RMSEWithUncertainty) are vectors, one value per
- * output. Float features only: categorical features split by one-hot hashes
- * or by CTRs (statistics of the target) are refused.
+ * output. A one-hot split tests a categorical feature's CatBoost hash of its
+ * name (CityHash64's low 32 bits) against a value: it becomes a categorical
+ * split over the codes of the hashes the model's splits use. Splits on CTRs
+ * (statistics of the training target) are refused.
  */
 #include "ts_json.h"
 #include "ts_model.h"
@@ -95,6 +97,10 @@ read_features(TsModel *m, const TsJson *info, int32_t **float_flat, int32_t *nfl
 	if (top < 0)
 		return ts_fail(err, TS_ERR_INVALID, "CatBoost model has no features");
 	m->num_features = (int32_t) top + 1;
+	/* categorical features take names (text) even where no split reads them */
+	for (size_t i = 0; cats != NULL && i < ts_json_array_len(cats); i++)
+		ts_model_mark_categorical(m, (int32_t) ts_json_get(cats->u.arr.items[i],
+														   "flat_feature_index")->u.number);
 	return true;
 }
 
@@ -277,10 +283,101 @@ split_cat_feature(const TsJson *split, const TsJson *info)
 	return -1;
 }
 
+/* A one-hot split's category hash, and its feature's flat index (-1 if malformed). */
+static int32_t
+one_hot_split(const TsJson *split, const TsJson *info, int32_t *hash)
+{
+	const TsJson *v = ts_json_get(split, "value");
+	const TsJson *c = ts_json_get(split, "cat_feature_index");
+
+	if (v == NULL || v->type != TSJ_NUMBER || v->u.number != floor(v->u.number) ||
+		v->u.number < -2147483648.0 || v->u.number > 2147483647.0 || c == NULL || c->type != TSJ_NUMBER)
+		return -1;
+	*hash = (int32_t) v->u.number;
+	return cat_flat_index(info, c->u.number);
+}
+
+/* The code of a hash in feature j's dictionary (its decimal form), or -1. */
+static int32_t
+hash_code(const TsModel *m, int32_t j, int32_t hash)
+{
+	char		buf[16];
+
+	snprintf(buf, sizeof(buf), "%d", (int) hash);
+	for (int32_t c = 0; c < ts_catdict_size(m, j); c++)
+		if (strcmp(m->dict_names[m->dict_start[j] + c], buf) == 0)
+			return c;
+	return -1;
+}
+
+/*
+ * The dictionaries of the one-hot features: per feature, in order, every
+ * category hash its splits compare with; a text column's name is hashed
+ * as CatBoost hashes it and looked up there (ts_catdict_lookup).
+ */
+static bool
+read_one_hot_dictionaries(TsModel *m, const TsJson *trees, const TsJson *info, TsError *err)
+{
+	ts_catdict_open(m);
+	m->dict_hashed = true;
+	for (int32_t j = 0; j < m->num_features; j++)
+		for (int32_t t = 0; t < m->num_trees; t++)
+		{
+			const TsJson *splits = ts_json_get(trees->u.arr.items[t], "splits");
+
+			for (size_t i = 0; i < ts_json_array_len(splits); i++)
+			{
+				int32_t		hash;
+				const TsJson *type = ts_json_get(splits->u.arr.items[i], "split_type");
+				char		buf[16];
+
+				if (type == NULL || type->type != TSJ_STRING || strcmp(type->u.str.ptr, "OneHotFeature") != 0 ||
+					one_hot_split(splits->u.arr.items[i], info, &hash) != j || hash_code(m, j, hash) >= 0)
+					continue;
+				snprintf(buf, sizeof(buf), "%d", (int) hash);
+				ts_model_mark_categorical(m, j);
+				if (!ts_catdict_add(m, j, buf, strlen(buf), err))
+					return false;
+			}
+		}
+	return ts_catdict_close(m, err);
+}
+
+/*
+ * A one-hot split: right when the row's category hash is the split's value.
+ * Its left set is every other code of the feature's dictionary, and every
+ * code past it (an unknown category fails every one-hot test).
+ */
+static bool
+read_one_hot(TsModel *m, const TsJson *split, const TsJson *info, int32_t *feature,
+			 int32_t *cat_set, uint8_t *default_left, TsError *err)
+{
+	int32_t		hash = 0;
+	int32_t		j = one_hot_split(split, info, &hash);
+	int32_t		code = j >= 0 ? hash_code(m, j, hash) : -1;
+	int64_t		offset;
+	uint32_t   *set;
+
+	if (code < 0)
+		return ts_fail(err, TS_ERR_INVALID, "CatBoost one-hot split is malformed");
+	offset = ts_model_add_catset(m, (uint32_t) ts_catdict_size(m, j), true);
+	if (offset < 0)
+		return ts_fail(err, TS_ERR_LIMIT, "model's category sets are too large");
+	set = m->cat_pool + offset;
+	for (int32_t c = 0; c < ts_catdict_size(m, j); c++)
+		if (c != code)
+			set[2 + c / 32] |= 1u << (c % 32);
+	*feature = j;
+	*cat_set = (int32_t) offset;
+	*default_left = 1;			/* a missing category matches no split */
+	return true;
+}
+
 /* One split: its float feature's flat index, border and NaN direction; CTRs and one-hot refused. */
 static bool
-read_split(const TsModel *m, const TsJson *split, const TsJson *info, const int32_t *float_flat,
-		   int32_t nfloat, int32_t *feature, float *threshold, uint8_t *default_left, TsError *err)
+read_split(TsModel *m, const TsJson *split, const TsJson *info, const int32_t *float_flat,
+		   int32_t nfloat, int32_t *feature, float *threshold, uint8_t *default_left, int32_t *cat_set,
+		   TsError *err)
 {
 	const TsJson *type = ts_json_get(split, "split_type");
 	const TsJson *floats = ts_json_get(info, "float_features");
@@ -292,6 +389,8 @@ read_split(const TsModel *m, const TsJson *split, const TsJson *info, const int3
 
 	if (type == NULL || type->type != TSJ_STRING)
 		return ts_fail(err, TS_ERR_INVALID, "CatBoost split has no split_type");
+	if (strcmp(type->u.str.ptr, "OneHotFeature") == 0)
+		return read_one_hot(m, split, info, feature, cat_set, default_left, err);
 	if (strcmp(type->u.str.ptr, "FloatFeature") != 0)
 	{
 		int32_t		cat = split_cat_feature(split, info);
@@ -317,6 +416,7 @@ read_split(const TsModel *m, const TsJson *split, const TsJson *info, const int3
 	nan = ts_json_get(f, "nan_value_treatment");
 	*default_left = !(nan != NULL && nan->type == TSJ_STRING && strcmp(nan->u.str.ptr, "AsTrue") == 0);
 	*feature = float_flat[index];
+	*cat_set = -1;
 	return true;
 }
 
@@ -338,10 +438,11 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, const TsJson *info, const i
 		int32_t		feature = 0;
 		float		thr = 0.0f;
 		uint8_t		dl = 0;
+		int32_t		cat_set = -1;
 
 		/* the root tests the last split: leaves then lie in index order */
 		if (!read_split(m, splits->u.arr.items[depth - 1 - level], info, float_flat, nfloat,
-						&feature, &thr, &dl, err))
+						&feature, &thr, &dl, &cat_set, err))
 			return false;
 		for (int64_t n = ((int64_t) 1 << level) - 1; n < ((int64_t) 2 << level) - 1; n++)
 		{
@@ -350,6 +451,7 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, const TsJson *info, const i
 			m->split_feature[base + n] = feature;
 			m->threshold[base + n] = thr;
 			m->default_left[base + n] = dl;
+			m->cat_set[base + n] = cat_set;
 		}
 	}
 	for (int64_t leaf = 0; leaf <= first_leaf; leaf++)
@@ -392,6 +494,7 @@ build_model(TsModel *m, const TsJson *root, TsError *err)
 		read_feature_names(m, info);
 		read_objective(m, root);
 		ts_model_alloc_nodes(m);
+		ok = read_one_hot_dictionaries(m, trees, info, err);
 	}
 	for (int32_t t = 0; ok && t < m->num_trees; t++)
 		ok = read_tree(m, trees->u.arr.items[t], t, info, float_flat, nfloat, scale, err);

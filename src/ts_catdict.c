@@ -6,6 +6,7 @@
  */
 #include "ts_model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,12 +116,19 @@ name_cmp(const char *name, size_t len, const char *category)
 int32_t
 ts_catdict_lookup(const TsModel *m, int32_t j, const char *name, size_t len)
 {
+	char		hashed[16];
 	int32_t		base;
 	int32_t		lo = 0;
 	int32_t		hi = ts_catdict_size(m, j);
 
 	if (hi == 0)
 		return -1;
+	if (m->dict_hashed)
+	{
+		snprintf(hashed, sizeof(hashed), "%d", (int) ts_catboost_category_hash(name, len));
+		name = hashed;
+		len = strlen(hashed);
+	}
 	base = m->dict_start[j];
 	while (lo < hi)
 	{

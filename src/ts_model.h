@@ -84,6 +84,8 @@ typedef struct TsModel
 	int32_t    *dict_sorted;
 	int32_t		dict_cap;		/* names allocated while reading */
 	int32_t		dict_last;		/* feature the last name was added to */
+	bool		dict_hashed;	/* CatBoost: names are decimal CatBoost hashes of the
+								 * categories, and a lookup hashes the input first */
 	char	   *objective;
 	TsLink		link;
 	double		link_scale;		/* logistic links: p = 1 / (1 + exp(-scale * margin)) */
@@ -140,6 +142,10 @@ extern int32_t ts_catdict_size(const TsModel *m, int32_t j);
 
 /* Code of the category named name[0 .. len) of feature j, or -1 if unseen. */
 extern int32_t ts_catdict_lookup(const TsModel *m, int32_t j, const char *name, size_t len);
+
+/* CityHash64 (version 1) of s[0 .. n), and CatBoost's 32-bit category hash of a name. */
+extern uint64_t ts_cityhash64(const char *s, size_t n);
+extern int32_t ts_catboost_category_hash(const char *s, size_t n);
 
 /* Mark feature j categorical. */
 extern void ts_model_mark_categorical(TsModel *m, int32_t j);

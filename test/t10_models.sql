@@ -4,7 +4,7 @@
 -- libraries, or the brute-force Shapley oracle, in t01_oracle.sql.)
 BEGIN;
 \ir setup.sql
-SELECT plan(34);
+SELECT plan(37);
 
 -- +-inf thresholds: the trees of inf_json/inf_ubj split on them, and the
 -- margins walk them as XGBoost does
@@ -151,6 +151,23 @@ SELECT throws_ok(format($$SELECT treeshap.load_model('cb_ctr', decode(%L, 'base6
                  '0A000', NULL, 'a CatBoost model with CTR splits is refused (0A000)');
 SELECT throws_like(format($$SELECT treeshap.load_model('cb_ctr', decode(%L, 'base64'))$$, :'ctr'),
                    '%OnlineCtr splits are not supported (feature colour)%', 'the refusal names the feature');
+
+-- CatBoost one-hot splits compare the CatBoost hash (CityHash64) of a category's name
+\set f cb_onehot
+\ir load_fixture.sql
+TRUNCATE fx_text_raw;
+\copy fx_text_raw FROM 'test/fixtures/cb_onehot.text.csv' WITH (FORMAT csv)
+INSERT INTO fx_text SELECT 'cb_onehot', * FROM fx_text_raw;
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b)) FROM unnest(w.shap_values || w.base_value, e.contribs) u(a, b))
+                          / greatest(1, abs(e.margin)))
+                 FROM treeshap.explain_shap_wide('cb_onehot', pg_temp.text_query('cb_onehot')) w
+                 JOIN fx_expected e ON e.fixture = 'cb_onehot' AND e.id = w.row_key AND e.output = w.output),
+              '<=', 1e-5::float8, 'cb_onehot: text columns match CatBoost''s ShapValues on its DataFrame');
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('cb_onehot', pg_temp.text_query('cb_onehot'))),
+          200::bigint, 'cb_onehot: one row per input row');
+SELECT throws_like($$SELECT * FROM treeshap.explain_shap_wide('cb_onehot',
+                       replace(pg_temp.text_query('cb_onehot'), 't.t[7]::text', 'd.x[7]'))$$,
+                   '%CatBoost categorical feature "workclass" takes text%', 'cb_onehot: a numeric column for a categorical feature is refused');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -158,7 +158,7 @@ def main():
                                                   "vector_leaf", "inf_json", "xgb_text_cats")]
     ubj_sources = [source("xgb_cat_ubj.ubj"), source("xgb_reg_ubj.ubj"), source("xgb_text_onehot.ubj")]
     lgb_sources = [source(f + ".txt") for f in ("lgb_multiclass", "lgb_binary", "lgb_rf", "lgb_text_cats")]
-    cb_sources = [source(f + ".json") for f in ("cb_multiclass", "cb_binary", "cb_uncertainty")]
+    cb_sources = [source(f + ".json") for f in ("cb_multiclass", "cb_binary", "cb_uncertainty", "cb_onehot")]
     runs = [
         ("catboost", [mutate_catboost(cb_sources[i % len(cb_sources)], rng) for i in range(1500)]),
         ("json", [mutate(json_sources[i % len(json_sources)], rng) for i in range(3000)]),

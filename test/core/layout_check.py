@@ -67,6 +67,10 @@ def main():
     bound = float(sys.argv[1]) if len(sys.argv) > 1 else 1e-5
     names = sorted(os.path.basename(p)[:-len(".expected.csv")]
                    for p in glob.glob(os.path.join(FIXTURES, "*.expected.csv")))
+    # a CatBoost model with one-hot splits takes category names, which it hashes; its rows
+    # come as names (NAME.text.csv, checked in t10_models.sql on the CPU and the GPU)
+    names = [n for n in names if not (n.startswith("cb_") and
+                                      os.path.exists(os.path.join(FIXTURES, n + ".text.csv")))]
     results = [check(n, bound) for n in names if model_of(n)]
     print(f"gpu layout on the host: {sum(results)}/{len(results)} fixtures within {bound:g}")
     return 0 if all(results) else 1
