@@ -211,7 +211,7 @@ def new_kinds(rng):
         phi[:, :, -1] += (margin - phi.sum(axis=-1))[0]     # the base margin, beyond the trees
         yield (f"xgboost vector leaves ({k} targets, brute force)", bytes(booster.save_raw("ubj")), Xs,
                None, [], phi, margin)
-    if cb is not None:
+    if cb is not None and pd is not None:
         yield from catboost_cases(rng, X, y)
     if version >= (3, 1) and pd is not None:
         for label, raw, Xc, cols, names_of, ref, margin in text_category_cases(rng, X, y):
@@ -235,6 +235,25 @@ def catboost_cases(rng, X, y):
         yield (f"catboost {loss}", raw, X[:ROWS], None, [],
                model.get_feature_importance(pool, type="ShapValues"),
                model.predict(pool, prediction_type="RawFormulaVal"))
+    # one-hot categorical splits, explained from a text column (CatBoost hashes the names)
+    m = X.shape[1]
+    levels = [f"kind {c}" * int(rng.integers(1, 12)) for c in range(int(rng.integers(2, 9)))]
+    codes = rng.integers(0, len(levels), len(X)).astype(float)
+    cols = [f"feat_{j}" for j in range(m)] + ["kind"]
+    frame = pd.DataFrame(X, columns=cols[:m])
+    frame["kind"] = [levels[int(c)] for c in codes]
+    target = np.nan_to_num(y) + np.isin(codes, [0, 1]) * 2
+    model = cb.CatBoostRegressor(iterations=10, depth=int(rng.integers(2, 6)), verbose=0, thread_count=2,
+                                 one_hot_max_size=255, allow_writing_files=False,
+                                 random_seed=int(rng.integers(1000))).fit(frame.iloc[ROWS:], target[ROWS:],
+                                                                          cat_features=["kind"])
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        model.save_model(f.name, format="json")
+        raw = open(f.name, "rb").read()
+    pool = cb.Pool(frame.iloc[:ROWS], cat_features=["kind"])
+    yield ("catboost one-hot categories from a text column", raw, np.c_[X, codes][:ROWS], cols, {m: levels},
+           model.get_feature_importance(pool, type="ShapValues"),
+           model.predict(pool, prediction_type="RawFormulaVal"))
 
 
 def text_category_cases(rng, X, y):
