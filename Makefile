@@ -6,7 +6,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" pg_treeshap.con
 
 MODULE_big = pg_treeshap
 OBJS = src/pg_treeshap.o src/ts_settings.o src/ts_error.o src/ts_alloc_pg.o \
-       src/ts_json.o src/ts_ubjson.o src/ts_model.o src/ts_catdict.o src/ts_cityhash.o src/ts_xgboost.o src/ts_lightgbm.o src/ts_catboost.o src/ts_paths.o src/ts_shap_cpu.o src/ts_quadrature.o src/ts_interactions.o \
+       src/ts_json.o src/ts_ubjson.o src/ts_model.o src/ts_catdict.o src/ts_cityhash.o src/ts_xgboost.o src/ts_xgboost_cats.o src/ts_lightgbm.o src/ts_catboost.o src/ts_paths.o src/ts_shap_cpu.o src/ts_quadrature.o src/ts_interactions.o \
        src/ts_pack.o src/ts_catalog.o src/ts_batch.o src/ts_explain.o src/ts_gpu_pg.o \
        src/ts_gpu_info.o src/ts_jobs.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql

@@ -21,23 +21,6 @@
 
 #define CB_MAX_DEPTH 16			/* CatBoost's own limit */
 
-/* Element i of a numeric JSON array, or false. */
-static bool
-cb_number(const TsJson *arr, size_t i, double *out)
-{
-	if (arr == NULL || i >= ts_json_array_len(arr))
-		return false;
-	if (arr->type == TSJ_NUMARRAY)
-	{
-		*out = arr->u.nums.vals[i];
-		return true;
-	}
-	if (arr->type != TSJ_ARRAY || arr->u.arr.items[i]->type != TSJ_NUMBER)
-		return false;
-	*out = arr->u.arr.items[i]->u.number;
-	return true;
-}
-
 /* An integer member of obj within lo..hi. */
 static bool
 cb_int(const TsJson *obj, const char *key, int64_t lo, int64_t hi, int64_t *out, TsError *err)
@@ -178,7 +161,7 @@ read_scale_and_bias(TsModel *m, const TsJson *root, double *scale, TsError *err)
 		return ts_fail(err, TS_ERR_INVALID, "CatBoost model: scale_and_bias must be [scale, [one bias per output]]");
 	*scale = sb->u.arr.items[0]->u.number;
 	for (int32_t k = 0; k < m->num_outputs; k++)
-		if (!cb_number(bias, (size_t) k, &m->base_margin[k]))
+		if (!ts_json_number_at(bias, (size_t) k, &m->base_margin[k]))
 			return ts_fail(err, TS_ERR_INVALID, "CatBoost model: a bias is not a number");
 	return true;
 }
@@ -273,7 +256,7 @@ split_cat_feature(const TsJson *split, const TsJson *info)
 		{
 			double		x;
 
-			if (cb_number(borders, b, &x) && x == border->u.number && elems != NULL &&
+			if (ts_json_number_at(borders, b, &x) && x == border->u.number && elems != NULL &&
 				elems->type == TSJ_ARRAY && ts_json_array_len(elems) > 0 &&
 				(v = ts_json_get(elems->u.arr.items[0], "cat_feature_index")) != NULL &&
 				v->type == TSJ_NUMBER)
@@ -462,10 +445,10 @@ read_tree(TsModel *m, const TsJson *tree, int32_t t, const TsJson *info, const i
 		m->split_feature[g] = 0;
 		m->threshold[g] = 0.0f;
 		m->default_left[g] = 0;
-		if (!cb_number(weights, (size_t) leaf, &m->cover[g]))
+		if (!ts_json_number_at(weights, (size_t) leaf, &m->cover[g]))
 			return ts_fail(err, TS_ERR_INVALID, "CatBoost tree %d: a leaf weight is not a number", t);
 		for (int32_t j = 0; j < k; j++)
-			if (!cb_number(values, (size_t) (leaf * k + j), &m->leaf_value[g * k + j]))
+			if (!ts_json_number_at(values, (size_t) (leaf * k + j), &m->leaf_value[g * k + j]))
 				return ts_fail(err, TS_ERR_INVALID, "CatBoost tree %d: a leaf value is not a number", t);
 			else
 				m->leaf_value[g * k + j] *= scale;

@@ -670,6 +670,29 @@ ts_json_array_len(const TsJson *arr)
 	return 0;
 }
 
+/* Element i of a numeric array as a double (booleans count as 0/1). */
+bool
+ts_json_number_at(const TsJson *arr, size_t i, double *out)
+{
+	const TsJson *v;
+
+	if (i >= ts_json_array_len(arr))
+		return false;
+	if (arr->type == TSJ_NUMARRAY)
+	{
+		*out = arr->u.nums.vals[i];
+		return true;
+	}
+	v = arr->u.arr.items[i];
+	if (v->type == TSJ_NUMBER)
+		*out = v->u.number;
+	else if (v->type == TSJ_BOOL)
+		*out = v->u.boolean ? 1.0 : 0.0;
+	else
+		return false;
+	return true;
+}
+
 /* Human-readable type name. */
 const char *
 ts_json_type_name(const TsJson *v)

@@ -97,6 +97,9 @@ extern TsJson *ts_json_get(const TsJson *obj, const char *key);
 /* Number of elements of an array of either kind; 0 for non-arrays. */
 extern size_t ts_json_array_len(const TsJson *arr);
 
+/* Element i of an array as a number (booleans as 0/1); false if absent or not a number. */
+extern bool ts_json_number_at(const TsJson *arr, size_t i, double *out);
+
 /* Name of a value's type, for error messages. */
 extern const char *ts_json_type_name(const TsJson *v);
 

@@ -5,6 +5,7 @@
  */
 #include "ts_json.h"
 #include "ts_model.h"
+#include "ts_xgboost.h"
 
 #include <errno.h>
 #include <math.h>
@@ -57,27 +58,6 @@ get_int_param(const TsJson *obj, const char *key, int64_t dflt, int64_t lo, int6
 	return true;
 }
 
-/* Element i of a numeric array as a double (booleans count as 0/1). */
-static bool
-array_number(const TsJson *arr, size_t i, double *out)
-{
-	const TsJson *v;
-
-	if (arr->type == TSJ_NUMARRAY)
-	{
-		*out = arr->u.nums.vals[i];
-		return true;
-	}
-	v = arr->u.arr.items[i];
-	if (v->type == TSJ_NUMBER)
-		*out = v->u.number;
-	else if (v->type == TSJ_BOOL)
-		*out = v->u.boolean ? 1.0 : 0.0;
-	else
-		return false;
-	return true;
-}
-
 /* Find a tree's array member and check it has n elements. */
 static const TsJson *
 tree_array(const TsJson *tree, int32_t t, const char *key, size_t n, TsError *err)
@@ -112,7 +92,7 @@ read_int_array(const TsJson *tree, int32_t t, const char *key, size_t n, int32_t
 	{
 		double		d;
 
-		if (!array_number(a, i, &d) || d != floor(d) || d < -2147483648.0 || d > 2147483647.0)
+		if (!ts_json_number_at(a, i, &d) || d != floor(d) || d < -2147483648.0 || d > 2147483647.0)
 			return ts_fail(err, TS_ERR_INVALID, "tree %d: \"%s\"[%zu] is not a 32-bit integer",
 						   t, key, i);
 		dst[i] = (int32_t) d;
@@ -130,7 +110,7 @@ read_double_array(const TsJson *tree, int32_t t, const char *key, size_t n, doub
 	if (a == NULL)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!array_number(a, i, &dst[i]))
+		if (!ts_json_number_at(a, i, &dst[i]))
 			return ts_fail(err, TS_ERR_INVALID, "tree %d: \"%s\"[%zu] is not a number", t, key, i);
 	return true;
 }
@@ -191,7 +171,7 @@ read_vector_leaves(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size
 			return ts_fail(err, TS_ERR_INVALID, "tree %d leaf %zu: leaf index %lld is out of range",
 						   t, i, (long long) leaf);
 		for (size_t j = 0; j < k; j++)
-			if (!array_number(w, (size_t) leaf * k + j, &m->leaf_value[(base + i) * k + j]))
+			if (!ts_json_number_at(w, (size_t) leaf * k + j, &m->leaf_value[(base + i) * k + j]))
 				return ts_fail(err, TS_ERR_INVALID, "tree %d: leaf_weights holds a non-number", t);
 			else
 				m->leaf_value[(base + i) * k + j] *= weight;
@@ -213,7 +193,7 @@ add_category_split(TsModel *m, const TsJson *cats, size_t seg, size_t size, int6
 	{
 		double		c;
 
-		if (!array_number(cats, i, &c) || c != floor(c) || c < 0 || c >= TS_MAX_CATEGORIES)
+		if (!ts_json_number_at(cats, i, &c) || c != floor(c) || c < 0 || c >= TS_MAX_CATEGORIES)
 			return ts_fail(err, TS_ERR_INVALID,
 						   "tree %d: categories[%zu] is not a category in 0..%d", t, i,
 						   TS_MAX_CATEGORIES - 1);
@@ -230,7 +210,7 @@ add_category_split(TsModel *m, const TsJson *cats, size_t seg, size_t size, int6
 	{
 		double		c;
 
-		array_number(cats, i, &c);
+		ts_json_number_at(cats, i, &c);
 		set[2 + (uint32_t) c / 32] &= ~(1u << ((uint32_t) c % 32));
 	}
 	m->cat_set[node] = (int32_t) offset;
@@ -249,7 +229,7 @@ category_entry(const TsJson *tree, int32_t t, size_t k, size_t n, size_t ncats, 
 	{
 		const TsJson *a = ts_json_get(tree, keys[i]);
 
-		if (k >= ts_json_array_len(a) || !array_number(a, k, &v[i]) || v[i] != floor(v[i]) ||
+		if (k >= ts_json_array_len(a) || !ts_json_number_at(a, k, &v[i]) || v[i] != floor(v[i]) ||
 			v[i] < 0 || v[i] > (double) ncats + n)
 			return ts_fail(err, TS_ERR_INVALID, "tree %d: %s[%zu] is missing or malformed",
 						   t, keys[i], k);
@@ -298,7 +278,7 @@ read_categories(TsModel *m, const TsJson *tree, int32_t t, int64_t base, size_t 
 	{
 		double		d;
 
-		if (!array_number(st, i, &d) || (d != 0.0 && d != 1.0))
+		if (!ts_json_number_at(st, i, &d) || (d != 0.0 && d != 1.0))
 			return ts_fail(err, TS_ERR_INVALID, "tree %d: split_type[%zu] is not 0 or 1", t, i);
 		if ((d == 1.0) != (m->cat_set[base + i] != -1))
 			return ts_fail(err, TS_ERR_INVALID,
@@ -640,95 +620,6 @@ read_tree_index(TsModel *m, const TsJson *model, const TsJson *weight_json, doub
 	return nt == 0 || read_leaf_size(m, trees->u.arr.items[0], err);
 }
 
-/* One feature's string categories: bytes in "values", cut at "offsets" (n + 1 of them). */
-static bool
-read_string_categories(TsModel *m, int32_t j, const TsJson *offsets, const TsJson *values,
-					   TsError *err)
-{
-	size_t		n = ts_json_array_len(offsets);
-	size_t		nbytes = ts_json_array_len(values);
-	char	   *buf = ts_alloc(nbytes + 1);
-	double		prev = 0.0;
-	bool		ok = true;
-
-	for (size_t i = 0; ok && i < nbytes; i++)
-	{
-		double		b;
-
-		if (!array_number(values, i, &b) || b != floor(b) || b < 0 || b > 255)
-			ok = ts_fail(err, TS_ERR_INVALID, "cats: feature %d has a value that is not a byte", j);
-		else
-			buf[i] = (char) (unsigned char) b;
-	}
-	for (size_t i = 0; ok && i < n; i++)
-	{
-		double		o;
-
-		if (!array_number(offsets, i, &o) || o != floor(o) || o < prev || o > (double) nbytes ||
-			(i == 0 && o != 0.0))
-			ok = ts_fail(err, TS_ERR_INVALID, "cats: feature %d has malformed offsets", j);
-		else if (i > 0)
-			ok = ts_catdict_add(m, j, buf + (size_t) prev, (size_t) (o - prev), err);
-		prev = o;
-	}
-	ts_free(buf);
-	return ok;
-}
-
-/*
- * The categories each feature was trained with, as XGBoost >= 3.1 saves
- * them for pandas categories ("cats" beside the trees: per feature, string
- * categories as bytes with offsets, or numbers). Only string categories
- * make a dictionary: a table's text column is mapped to codes by it, while
- * numbers are codes already.
- */
-static bool
-read_category_dictionaries(TsModel *m, const TsJson *model, TsError *err)
-{
-	const TsJson *enc = ts_json_get(ts_json_get(model, "cats"), "enc");
-	size_t		n = ts_json_array_len(enc);
-	bool		ok = true;
-
-	if (n == 0)
-		return true;
-	if (enc->type != TSJ_ARRAY || n != (size_t) m->num_features)
-		return ts_fail(err, TS_ERR_INVALID, "cats: \"enc\" must list one entry per feature (%d)",
-					   m->num_features);
-	ts_catdict_open(m);
-	for (int32_t j = 0; ok && j < m->num_features; j++)
-	{
-		const TsJson *e = enc->u.arr.items[j];
-		const TsJson *offsets = ts_json_get(e, "offsets");
-		const TsJson *values = ts_json_get(e, "values");
-
-		if (e->type != TSJ_OBJECT || values == NULL ||
-			(values->type != TSJ_NUMARRAY && values->type != TSJ_ARRAY))
-			return ts_fail(err, TS_ERR_INVALID, "cats: entry %d has no \"values\" array", j);
-		if (ts_json_array_len(values) > 0)
-			ts_model_mark_categorical(m, j);
-		if (ts_json_array_len(offsets) > 1)
-			ok = read_string_categories(m, j, offsets, values, err);
-	}
-	return ok && ts_catdict_close(m, err);
-}
-
-/* Features XGBoost was told are categorical (feature_types "c"). */
-static void
-read_feature_types(TsModel *m, const TsJson *learner)
-{
-	const TsJson *types = ts_json_get(learner, "feature_types");
-
-	if (types == NULL || types->type != TSJ_ARRAY || ts_json_array_len(types) != (size_t) m->num_features)
-		return;
-	for (int32_t j = 0; j < m->num_features; j++)
-	{
-		const TsJson *t = types->u.arr.items[j];
-
-		if (t->type == TSJ_STRING && strcmp(t->u.str.ptr, "c") == 0)
-			ts_model_mark_categorical(m, j);
-	}
-}
-
 /* Build a model from a parsed XGBoost JSON document. */
 static bool
 build_model(TsModel *m, const TsJson *root, TsError *err)
@@ -755,9 +646,7 @@ build_model(TsModel *m, const TsJson *root, TsError *err)
 						   (size_t) (m->tree_offset[t + 1] - m->tree_offset[t]), weights[t], err);
 	}
 	ts_free(weights);
-	if (ok)
-		read_feature_types(m, learner);
-	return ok && read_category_dictionaries(m, model, err) && ts_model_validate(m, err);
+	return ok && ts_xgboost_read_categories(m, learner, model, err) && ts_model_validate(m, err);
 }
 
 /* Build from a parsed document; on failure everything is freed. */
