@@ -51,11 +51,15 @@ TsGpuStatus ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size
 typedef struct TsGpuLane
 {
 	double		zero_fraction;
-	double		value;			/* leaf value of the lane's path */
+	union
+	{
+		double		value;		/* leaf value of the lane's path ... */
+		int64_t		value_at;	/* ... or, for vector leaves, where its values start */
+	};
 	float		lower;			/* a present x satisfies lower <= x < upper ... */
 	float		upper;
 	int32_t		feature;		/* -1 for the root element */
-	int32_t		group;			/* output the path's leaf adds to */
+	int32_t		group;			/* (first) output the path's leaf adds to */
 	uint8_t		missing;		/* satisfied when x is NaN */
 	uint8_t		first;			/* first lane of the path in its bin */
 	uint8_t		len;			/* lanes (elements) of the path */
@@ -142,7 +146,8 @@ typedef struct TsGpuQuadChunk
 	int64_t		path_lo;		/* paths [path_lo, path_hi) */
 	int64_t		path_hi;
 	int64_t		slot_start;		/* its slots' columns: slot_column + slot_start */
-	int64_t		slots;
+	int32_t		slots;
+	int32_t		target;			/* vector leaves: the value k its paths add (values) */
 } TsGpuQuadChunk;
 
 typedef struct TsGpuQuadDesc
@@ -159,6 +164,15 @@ typedef struct TsGpuQuadDesc
 	const int32_t *slot_column; /* output * num_features + feature */
 	int64_t		num_slots;
 	int32_t		max_points;		/* largest n */
+
+	/*
+	 * Vector leaves (value_width K > 1): elements and coefficients are laid
+	 * out once, with v = 1 in P_i, and each chunk runs once per value k,
+	 * scaling path i by values[i * K + k] and adding to its own columns.
+	 * NULL when K is 1: P_i then holds v.
+	 */
+	const double *values;
+	int32_t		value_width;
 	/* w_i / (1 - t_i) of the n-point rule at [n][i] */
 	double		unsat_weight[TS_GPU_QUAD_MAX_POINTS + 1][TS_GPU_QUAD_MAX_POINTS];
 } TsGpuQuadDesc;
@@ -175,6 +189,14 @@ typedef struct TsGpuTableDesc
 	int64_t		cat_pool_len;	/* words */
 	double		fixed_scale;	/* contributions are summed as round(phi * scale) in int64 */
 	const TsGpuQuadDesc *quad;	/* the quadrature layout; NULL: DP only */
+
+	/*
+	 * Vector leaves (value_width K > 1): a lane's path adds its values
+	 * values[value_at + k] to outputs group + k; NULL when K is 1
+	 */
+	const double *values;
+	int64_t		num_values;
+	int32_t		value_width;
 } TsGpuTableDesc;
 
 typedef struct TsGpuTable TsGpuTable;	/* device copy of a packed table */

@@ -73,6 +73,8 @@ struct QuadArgs
 	const int32_t *__restrict__ elem_cat;
 	const Real *__restrict__ coef;
 	const int32_t *__restrict__ slot_column;
+	const double *__restrict__ values;	/* vector leaves: path i's value k at i * value_width + k */
+	int32_t		value_width;
 	const uint32_t *__restrict__ cats;
 	const float *__restrict__ x_t;	/* feature-major: x_t[feature * nrows + row] */
 	int32_t		nrows;
@@ -114,12 +116,13 @@ quad_satisfies(const TsGpuQuadElem &e, int64_t ei, float x, const int32_t *__res
  * One path of N nodes (so d = 2N - 1 or 2N elements, loops unrolled) for
  * the thread's RPT rows. First every element's test and slot, with all
  * loads independent; then g_i = P_i * prod of r_i over the unsatisfied
- * elements; then each element adds sum_i g_i A_i (satisfied) or
+ * elements (P_i scaled by v for vector leaves, whose P_i hold 1 for v);
+ * then each element adds sum_i g_i A_i (satisfied) or
  * -sum_i g_i w_i / (1 - t_i) (not) to its slot.
  */
 template <typename Real, int N, int RPT>
 __device__ __forceinline__ void
-quad_path(const QuadArgs<Real> &a, const TsGpuQuadPath &p, const int32_t (&row)[RPT], Real *acc)
+quad_path(const QuadArgs<Real> &a, const TsGpuQuadPath &p, Real v, const int32_t (&row)[RPT], Real *acc)
 {
 	constexpr int NP = N + (N & 1);
 	constexpr int D = 2 * N;
@@ -153,6 +156,10 @@ quad_path(const QuadArgs<Real> &a, const TsGpuQuadPath &p, const int32_t (&row)[
 		}
 	}
 	load_coef<Real, NP>(g[0], c);
+	if (a.values != nullptr)
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			g[0][i] *= v;
 #pragma unroll
 	for (int r = 1; r < RPT; r++)
 #pragma unroll
@@ -211,12 +218,21 @@ quad_path(const QuadArgs<Real> &a, const TsGpuQuadPath &p, const int32_t (&row)[
 /* quad_path with N = n, for n in [N, NMAX]; n is the same in every thread. */
 template <typename Real, int N, int NMAX, int RPT>
 __device__ __forceinline__ void
-quad_path_dispatch(const QuadArgs<Real> &a, const TsGpuQuadPath &p, const int32_t (&row)[RPT], Real *acc)
+quad_path_dispatch(const QuadArgs<Real> &a, const TsGpuQuadPath &p, Real v, const int32_t (&row)[RPT],
+				   Real *acc)
 {
 	if (p.n == N || N == NMAX)
-		quad_path<Real, N, RPT>(a, p, row, acc);
+		quad_path<Real, N, RPT>(a, p, v, row, acc);
 	else if constexpr (N < NMAX)
-		quad_path_dispatch<Real, N + 1, NMAX, RPT>(a, p, row, acc);
+		quad_path_dispatch<Real, N + 1, NMAX, RPT>(a, p, v, row, acc);
+}
+
+/* Value ch.target of vector-leaf path p (1 for other models: P_i holds v). */
+template <typename Real>
+__device__ __forceinline__ double
+path_value(const QuadArgs<Real> &a, const TsGpuQuadChunk &ch, int64_t p)
+{
+	return a.values != nullptr ? __ldg(a.values + p * a.value_width + ch.target) : 1.0;
 }
 
 /*
@@ -247,10 +263,13 @@ quad_kernel(QuadArgs<Real> a)
 	for (int64_t p = ch.path_lo; p < ch.path_hi; p++)
 	{
 		const TsGpuQuadPath path = next;
+		const double v = path_value(a, ch, p);
 
 		if (p + 1 < ch.path_hi)
 			next = a.paths[p + 1];
-		quad_path_dispatch<Real, 1, NMAX, RPT>(a, path, row, acc);
+		/* a vector leaf's zero value adds nothing to its output */
+		if (v != 0.0)
+			quad_path_dispatch<Real, 1, NMAX, RPT>(a, path, (Real) v, row, acc);
 	}
 	for (int s = 0; s < ch.slots; s++)
 	{
@@ -350,6 +369,7 @@ ts_quad_upload(const TsGpuQuadDesc *desc, int32_t num_features, int32_t num_outp
 	*out = nullptr;
 	q->num_chunks = desc->num_chunks;
 	q->max_points = desc->max_points;
+	q->value_width = desc->value_width > 1 ? desc->value_width : 1;
 	q->num_features = num_features;
 	q->num_outputs = num_outputs;
 	for (int64_t c = 0; c < desc->num_chunks; c++)
@@ -364,6 +384,8 @@ ts_quad_upload(const TsGpuQuadDesc *desc, int32_t num_features, int32_t num_outp
 		(rc = upload_array(&q->elem_cat, desc->elem_cat, desc->elem_cat ? desc->num_elems : 0)) != cudaSuccess ||
 		(rc = upload_array(&q->coef, desc->coef, desc->num_coef)) != cudaSuccess ||
 		(rc = upload_array(&q->slot_column, desc->slot_column, desc->num_slots)) != cudaSuccess ||
+		(desc->values != nullptr &&
+		 (rc = upload_array(&q->values, desc->values, desc->num_paths * desc->value_width)) != cudaSuccess) ||
 		(rc = cudaMalloc(&q->coef_single, (size_t) (desc->num_coef > 0 ? desc->num_coef : 1) * sizeof(float))) != cudaSuccess ||
 		(rc = cudaMemcpyToSymbol(unsat_weight_double, desc->unsat_weight, sizeof(desc->unsat_weight))) != cudaSuccess ||
 		(rc = cudaMemcpyToSymbol(unsat_weight_single, single, sizeof(single))) != cudaSuccess)
@@ -394,6 +416,7 @@ ts_quad_free(TsQuadTable *q)
 	cudaFree(q->coef);
 	cudaFree(q->coef_single);
 	cudaFree(q->slot_column);
+	cudaFree(q->values);
 	cudaGetLastError();
 	delete q;
 }
@@ -418,14 +441,14 @@ ts_quad_enqueue(const TsQuadTable *q, const uint32_t *cats, const float *x, floa
 	if (single)
 	{
 		QuadArgs<float> a = {q->chunks, q->paths, q->elems, q->elem_cat, q->coef_single,
-			q->slot_column, cats, x_t, nrows, 0, scale, acc};
+			q->slot_column, q->values, q->value_width, cats, x_t, nrows, 0, scale, acc};
 
 		return launch_points<float>(q, a, stream);
 	}
 	else
 	{
 		QuadArgs<double> a = {q->chunks, q->paths, q->elems, q->elem_cat, q->coef,
-			q->slot_column, cats, x_t, nrows, 0, scale, acc};
+			q->slot_column, q->values, q->value_width, cats, x_t, nrows, 0, scale, acc};
 
 		return launch_points<double>(q, a, stream);
 	}

@@ -22,6 +22,8 @@ struct TsQuadTable
 	double	   *coef;
 	float	   *coef_single;	/* the coefficients rounded to float, for single precision */
 	int32_t    *slot_column;
+	double	   *values;			/* vector leaves: per layout path, its values; else nullptr */
+	int32_t		value_width;
 	int64_t		num_chunks;
 	int32_t		max_points;
 	int32_t		max_slots;		/* most slots of any chunk */

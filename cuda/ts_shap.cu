@@ -26,6 +26,8 @@ struct TsGpuTable
 	double	   *bias;
 	uint32_t   *cat_pool;		/* nullptr when the model has no categorical splits */
 	TsQuadTable *quad;			/* nullptr without a quadrature layout */
+	double	   *values;			/* vector leaves: every path's values; else nullptr */
+	int32_t		value_width;
 	int64_t		num_bins;
 	int32_t		num_features;
 	int32_t		num_outputs;
@@ -322,7 +324,8 @@ enqueue_dp(const TsGpuTable *t, const float *x, int32_t nrows, TsGpuPrecision pr
 		   const TsGpuJob &job, const int32_t *slot, unsigned long long *acc, cudaStream_t stream)
 {
 	LaunchPlan	p = plan_launch(t, nrows);
-	Target		target = {acc, acc_per_row(t, job), t->num_features, slot, job.selected};
+	Target		target = {acc, acc_per_row(t, job), t->num_features, slot, job.selected,
+		t->values, t->value_width};
 
 	if (p.blocks > 0x7fffffffLL)
 		return cudaErrorInvalidConfiguration;
@@ -386,6 +389,23 @@ device_alloc(T **ptr, size_t count)
 
 	*ptr = rc == cudaSuccess ? (T *) p : nullptr;
 	return rc;
+}
+
+/* Copy a vector-leaf model's path values, which its lanes point into. */
+cudaError_t
+upload_values(TsGpuTable *t, const TsGpuTableDesc *desc)
+{
+	cudaError_t rc;
+
+	t->value_width = desc->value_width > 1 ? desc->value_width : 1;
+	if (t->value_width == 1)
+		return cudaSuccess;
+	if (desc->values == nullptr)
+		return cudaErrorInvalidValue;
+	if ((rc = device_alloc(&t->values, (size_t) desc->num_values)) != cudaSuccess)
+		return rc;
+	return cudaMemcpy(t->values, desc->values, (size_t) desc->num_values * sizeof(double),
+					  cudaMemcpyHostToDevice);
 }
 
 /* Copy the category sets, if the model has any, next to the lanes. */
@@ -525,6 +545,7 @@ ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out, char *msg, siz
 			(rc = cudaMemcpy(t->lanes, desc->lanes, nlanes * sizeof(TsGpuLane), cudaMemcpyHostToDevice)) != cudaSuccess ||
 			(rc = cudaMemcpy(t->bias, desc->bias, desc->num_outputs * sizeof(double), cudaMemcpyHostToDevice)) != cudaSuccess ||
 			(rc = upload_cat_pool(t, desc)) != cudaSuccess ||
+			(rc = upload_values(t, desc)) != cudaSuccess ||
 			(desc->quad != nullptr &&
 			 (rc = ts_quad_upload(desc->quad, desc->num_features, desc->num_outputs, &t->quad)) != cudaSuccess))
 		{
@@ -551,6 +572,7 @@ ts_gpu_table_free(TsGpuTable *table)
 		cudaFree(table->lanes);
 		cudaFree(table->bias);
 		cudaFree(table->cat_pool);
+		cudaFree(table->values);
 		ts_quad_free(table->quad);
 		cudaGetLastError();
 		delete table;

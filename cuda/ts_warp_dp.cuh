@@ -181,7 +181,27 @@ struct Target
 	int32_t		num_features;
 	const int32_t *slot;		/* interactions: per feature, selected row or -1 */
 	int32_t		selected;
+	const double *values;		/* vector leaves: a lane's path's values at value_at */
+	int32_t		value_width;	/* values per path (1: the lane holds its value) */
 };
+
+/*
+ * Add share * v * factor for the lane's leaf value v to acc, the first
+ * output's accumulator; a vector leaf adds each value k to the accumulator
+ * k outputs (k * stride) further on, all from one run of the DP.
+ */
+__device__ __forceinline__ void
+add_leaf(unsigned long long *acc, size_t stride, double share, double factor, const TsGpuLane &e,
+		 const Target &out, double scale)
+{
+	if (out.value_width == 1)
+	{
+		add_fixed(acc, share * e.value * factor, scale);
+		return;
+	}
+	for (int k = 0; k < out.value_width; k++)
+		add_fixed(acc + k * stride, share * __ldg(out.values + e.value_at + k) * factor, scale);
+}
 
 /* SHAP values of up to kRowsTogether rows with one bin: phi = total (o - z) v. */
 template <typename Real>
@@ -207,9 +227,9 @@ explain_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, int fi
 #pragma unroll
 	for (int k = 0; k < kRowsTogether; k++)
 		if (st.live[k])
-			add_fixed(out.acc + (size_t) (first_row + k) * out.row_stride +
-					  (size_t) e.group * out.num_features + e.feature,
-					  (double) total[k] * ((double) st.o[k] - e.zero_fraction) * e.value, scale);
+			add_leaf(out.acc + (size_t) (first_row + k) * out.row_stride +
+					 (size_t) e.group * out.num_features + e.feature, out.num_features,
+					 (double) total[k] * ((double) st.o[k] - e.zero_fraction), 1.0, e, out, scale);
 }
 
 /* Product of the zero fractions of the lane's path, its own element left out. */
@@ -249,6 +269,7 @@ interaction_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, in
 	const unsigned path_mask = e.len == 32 ? kFullMask : ((1u << e.len) - 1u) << e.first;
 	const int	my_slot = element ? __ldg(out.slot + e.feature) : -1;
 	const size_t group_base = (size_t) e.group * out.selected;
+	const size_t output_stride = (size_t) out.selected * out.num_features;
 	RowState<Real> st;
 	Real		w[kRowsTogether];
 	Real		total[kRowsTogether];
@@ -271,9 +292,9 @@ interaction_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, in
 #pragma unroll
 		for (int k = 0; k < kRowsTogether; k++)
 			if (st.live[k])
-				add_fixed(out.acc + (size_t) (first_row + k) * out.row_stride +
-						  (group_base + my_slot) * out.num_features + e.feature,
-						  (double) total[k] * ((double) st.o[k] - e.zero_fraction) * e.value, scale);
+				add_leaf(out.acc + (size_t) (first_row + k) * out.row_stride +
+						 (group_base + my_slot) * out.num_features + e.feature, output_stride,
+						 (double) total[k] * ((double) st.o[k] - e.zero_fraction), 1.0, e, out, scale);
 
 	for (int c = 1; c < maxlen; c++)
 	{
@@ -294,10 +315,9 @@ interaction_rows(const TsGpuLane &e, int lane, int maxlen, const float *rows, in
 			double		factor = (kTaylor ? 1.0 : 0.5) * (c_on - c_zero);
 
 			if (writes && st.live[k] && factor != 0.0)
-				add_fixed(out.acc + (size_t) (first_row + k) * out.row_stride +
-						  (group_base + c_slot) * out.num_features + e.feature,
-						  (double) total[k] * ((double) st.o[k] - e.zero_fraction) * e.value * factor,
-						  scale);
+				add_leaf(out.acc + (size_t) (first_row + k) * out.row_stride +
+						 (group_base + c_slot) * out.num_features + e.feature, output_stride,
+						 (double) total[k] * ((double) st.o[k] - e.zero_fraction), factor, e, out, scale);
 		}
 	}
 }

@@ -23,8 +23,10 @@ ts_gpu_fixed_scale(const TsPathTable *pt)
 
 	for (int64_t p = 0; p < pt->num_paths; p++)
 	{
-		double		c = fabs(pt->path_value[p]);
+		double		c = 0.0;
 
+		for (int32_t k = 0; k < pt->value_width; k++)
+			c += fabs(ts_path_value(pt, p, k));
 		for (int64_t e = pt->path_start[p]; e < pt->path_start[p + 1]; e++)
 			if (pt->zero_fraction[e] > 1.0)
 				c *= pt->zero_fraction[e];
@@ -50,7 +52,10 @@ fill_path(TsGpuLane *bin, const TsPathTable *pt, int64_t p, int first)
 		TsGpuLane  *l = &bin[first + i];
 
 		l->zero_fraction = pt->zero_fraction[start + i];
-		l->value = pt->path_value[p];
+		if (pt->value_width == 1)
+			l->value = pt->path_value[p];
+		else
+			l->value_at = p * pt->value_width;
 		l->lower = pt->lower[start + i];
 		l->upper = pt->upper[start + i];
 		l->feature = pt->feature[start + i];
@@ -113,6 +118,9 @@ ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out, char 
 	desc.cat_pool = pt->cat_pool;
 	desc.cat_pool_len = pt->cat_pool_len;
 	desc.fixed_scale = plan->fixed_scale;
+	desc.value_width = pt->value_width;
+	desc.values = pt->value_width > 1 ? pt->path_value : NULL;
+	desc.num_values = pt->num_paths * pt->value_width;
 	desc.quad = ts_gpu_quad_build(pt);
 	rc = ts_gpu_table_upload(&desc, &plan->table, msg, msglen);
 	ts_gpu_quad_free((TsGpuQuadDesc *) desc.quad);

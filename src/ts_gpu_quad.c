@@ -4,7 +4,8 @@
  * chunks of at most TS_GPU_QUAD_MAX_SLOTS distinct output x feature columns
  * and a bounded number of elements, each element's slot in its chunk, and
  * the row-independent coefficients of every path at its own number of
- * Gauss-Legendre nodes. No PostgreSQL here.
+ * Gauss-Legendre nodes; for vector leaves, one run of each chunk per value.
+ * No PostgreSQL here.
  */
 #include "ts_gpu_quad.h"
 
@@ -168,8 +169,9 @@ fill_coefficients(const TsPathTable *pt, int64_t p, const QuadRules *rules, doub
 	double	   *elem = c + np;
 
 	memset(c, 0, sizeof(double) * (size_t) (np + 2 * np * d));
+	/* vector leaves: the kernel scales by each value in turn */
 	for (int32_t i = 0; i < n; i++)
-		c[i] = pt->path_value[p];
+		c[i] = pt->value_width == 1 ? pt->path_value[p] : 1.0;
 	for (int32_t k = 0; k < d; k++, elem += 2 * np)
 	{
 		double		z = pt->zero_fraction[pt->path_start[p] + 1 + k];
@@ -249,6 +251,43 @@ slot_cap(const TsPathTable *pt)
 	return columns <= 16 ? (int32_t) (columns > 0 ? columns : 1) : 8;
 }
 
+/*
+ * Vector leaves: run each chunk once per value k, chunk c's runs next to
+ * each other (its coefficients stay in cache), each run adding to its own
+ * columns, k outputs after the first's; values[i * K + k] scales path i.
+ */
+static void
+expand_targets(const TsPathTable *pt, const int64_t *order, TsGpuQuadDesc *q, int32_t *slot_column)
+{
+	int32_t		width = pt->value_width;
+	int64_t		base = q->num_chunks;
+	TsGpuQuadChunk *out = ts_alloc(sizeof(TsGpuQuadChunk) * (size_t) (base * width > 0 ? base * width : 1));
+	double	   *values = ts_alloc(sizeof(double) * (size_t) (q->num_paths * width > 0 ? q->num_paths * width : 1));
+	int64_t		slots = q->num_slots;
+
+	for (int64_t i = 0; i < q->num_paths; i++)
+		memcpy(values + i * width, pt->path_value + order[i] * width, sizeof(double) * (size_t) width);
+	for (int64_t c = 0; c < base; c++)
+		for (int32_t k = 0; k < width; k++)
+		{
+			TsGpuQuadChunk *r = &out[c * width + k];
+
+			*r = q->chunks[c];
+			r->target = k;
+			if (k == 0)
+				continue;
+			r->slot_start = slots;
+			for (int32_t s = 0; s < r->slots; s++)
+				slot_column[slots++] = slot_column[q->chunks[c].slot_start + s] + k * pt->num_features;
+		}
+	ts_free((void *) q->chunks);
+	q->chunks = out;
+	q->num_chunks = base * width;
+	q->num_slots = slots;
+	q->values = values;
+	q->value_width = width;
+}
+
 /* The n-point rules and w_i / (1 - t_i). */
 static void
 make_rules(QuadRules *rules, TsGpuQuadDesc *q)
@@ -296,7 +335,8 @@ ts_gpu_quad_build(const TsPathTable *pt)
 	q->elems = ts_alloc(sizeof(TsGpuQuadElem) * (size_t) (elems > 0 ? elems : 1));
 	q->elem_cat = pt->cat_pool_len > 0 ? ts_alloc(sizeof(int32_t) * (size_t) (elems > 0 ? elems : 1)) : NULL;
 	q->coef = ts_alloc(sizeof(double) * (size_t) (coefs > 0 ? coefs : 1));
-	slot_column = ts_alloc(sizeof(int32_t) * (size_t) (TS_GPU_QUAD_MAX_SLOTS * q->num_chunks + 1));
+	slot_column = ts_alloc(sizeof(int32_t) *
+						   (size_t) (TS_GPU_QUAD_MAX_SLOTS * q->num_chunks * pt->value_width + 1));
 	for (int64_t c = 0; c < columns; c++)
 		stamp[c] = -1;
 	{
@@ -310,8 +350,8 @@ ts_gpu_quad_build(const TsPathTable *pt)
 	for (int64_t c = 0; c < q->num_chunks; c++)
 	{
 		chunks[c].slot_start = q->num_slots;
-		chunks[c].slots = assign_slots(pt, order, &chunks[c], slot_of, stamp, c,
-									   slot_column + q->num_slots);
+		chunks[c].slots = (int32_t) assign_slots(pt, order, &chunks[c], slot_of, stamp, c,
+												 slot_column + q->num_slots);
 		q->num_slots += chunks[c].slots;
 		for (int64_t i = chunks[c].path_lo; i < chunks[c].path_hi; i++)
 		{
@@ -335,6 +375,9 @@ ts_gpu_quad_build(const TsPathTable *pt)
 	q->num_elems = elems;
 	q->num_coef = coefs;
 	q->slot_column = slot_column;
+	q->value_width = 1;
+	if (pt->value_width > 1)
+		expand_targets(pt, order, q, slot_column);
 	ts_free(order);
 	ts_free(stamp);
 	ts_free(slot_of);
@@ -352,5 +395,6 @@ ts_gpu_quad_free(TsGpuQuadDesc *q)
 	ts_free((void *) q->elem_cat);
 	ts_free((void *) q->coef);
 	ts_free((void *) q->slot_column);
+	ts_free((void *) q->values);
 	ts_free(q);
 }

@@ -57,6 +57,17 @@ path_selected(const TsPathTable *pt, int64_t p, const TsFeatureSelection *sel)
 	return false;
 }
 
+/*
+ * Add share * v_k to entry i of each of path p's outputs k, whose blocks of
+ * interaction terms are stride apart from the first output's at base.
+ */
+static void
+add_share(const TsPathTable *pt, int64_t p, size_t i, double share, double *base, size_t stride)
+{
+	for (int32_t k = 0; k < pt->value_width; k++)
+		base[k * stride + i] += share * ts_path_value(pt, p, k);
+}
+
 /* The diagonal terms: SHAP values (Shapley) or v (o_a - z_a) prod_{k != a} z_k (Taylor). */
 static void
 add_diagonal(const TsPathTable *pt, int64_t p, TsInteractionMethod method,
@@ -66,7 +77,6 @@ add_diagonal(const TsPathTable *pt, int64_t p, TsInteractionMethod method,
 	int64_t		start = pt->path_start[p];
 	int32_t		n = (int32_t) (pt->path_start[p + 1] - start);
 	int32_t		nf = pt->num_features;
-	double		v = pt->path_value[p];
 
 	if (method == TS_INTERACTION_SHAPLEY)
 		ts_shap_extend(w, z, o, n);
@@ -86,14 +96,17 @@ add_diagonal(const TsPathTable *pt, int64_t p, TsInteractionMethod method,
 			for (int32_t k = 1; k < n; k++)
 				term *= k == a ? 1.0 : z[k];
 		}
-		base[(size_t) s * nf + f] += term * (o[a] - z[a]) * v;
+		add_share(pt, p, (size_t) s * nf + f, term * (o[a] - z[a]), base, (size_t) sel->count * nf);
 	}
 }
 
-/* The off-diagonal terms of row c: every other element's share with c conditioned. */
+/*
+ * The off-diagonal terms of row c: every other element's share with c
+ * conditioned (each output's row is stride after the previous one's).
+ */
 static void
 add_conditioned(const TsPathTable *pt, int64_t p, int32_t c, TsInteractionMethod method,
-				double *z, double *o, double *w, double *row_out)
+				double *z, double *o, double *w, double *row_out, size_t stride)
 {
 	int64_t		start = pt->path_start[p];
 	int32_t		n = (int32_t) (pt->path_start[p + 1] - start);
@@ -104,14 +117,14 @@ add_conditioned(const TsPathTable *pt, int64_t p, int32_t c, TsInteractionMethod
 
 	if (on_minus_off == 0.0)
 		return;
-	scale = (method == TS_INTERACTION_SHAPLEY ? 0.5 : 1.0) * on_minus_off * pt->path_value[p];
+	scale = (method == TS_INTERACTION_SHAPLEY ? 0.5 : 1.0) * on_minus_off;
 	z[c] = 1.0;
 	o[c] = method == TS_INTERACTION_SHAPLEY ? 1.0 : 0.0;
 	ts_shap_extend(w, z, o, n);
 	for (int32_t i = 1; i < n; i++)
 		if (i != c)
-			row_out[pt->feature[start + i]] +=
-				ts_shap_unwound_sum(w, n - 1, z[i], o[i]) * (o[i] - z[i]) * scale;
+			add_share(pt, p, (size_t) pt->feature[start + i],
+					  ts_shap_unwound_sum(w, n - 1, z[i], o[i]) * (o[i] - z[i]) * scale, row_out, stride);
 	z[c] = zc;
 	o[c] = oc;
 }
@@ -141,7 +154,7 @@ ts_interactions_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t n
 			int32_t		s = sel->slot[pt->feature[start + c]];
 
 			if (s >= 0)
-				add_conditioned(pt, p, c, method, z, o, w, base + (size_t) s * nf);
+				add_conditioned(pt, p, c, method, z, o, w, base + (size_t) s * nf, (size_t) sel->count * nf);
 		}
 	}
 }

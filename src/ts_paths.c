@@ -52,7 +52,8 @@ reserve(TsPathBuilder *b, int64_t len)
 		pt->path_start = ts_realloc(pt->path_start, (size_t) (b->path_cap + 1) * sizeof(int64_t));
 		pt->path_group = ts_realloc(pt->path_group, (size_t) b->path_cap * sizeof(int32_t));
 		pt->path_tree = ts_realloc(pt->path_tree, (size_t) b->path_cap * sizeof(int32_t));
-		pt->path_value = ts_realloc(pt->path_value, (size_t) b->path_cap * sizeof(double));
+		pt->path_value = ts_realloc(pt->path_value,
+									(size_t) b->path_cap * (size_t) pt->value_width * sizeof(double));
 	}
 	if (pt->num_elements + len > b->elem_cap)
 	{
@@ -148,11 +149,13 @@ merge_sets(TsPathBuilder *b, const TsEdge *edges, int32_t n)
 }
 
 /*
- * Emit the path ending at a leaf: root element, then the edges merged per
- * feature (bounds intersected, missing flags ANDed, zero fractions multiplied).
+ * Emit the path ending at a leaf with its value_width values v: root
+ * element, then the edges merged per feature (bounds intersected, missing
+ * flags ANDed, zero fractions multiplied).
  */
 static void
-emit_path(TsPathBuilder *b, TsEdge *edges, int32_t nedges, int32_t tree, int32_t group, double v)
+emit_path(TsPathBuilder *b, TsEdge *edges, int32_t nedges, int32_t tree, int32_t group,
+		  const double *v)
 {
 	TsPathTable *pt = b->pt;
 	int64_t		start = pt->num_elements;
@@ -182,12 +185,23 @@ emit_path(TsPathBuilder *b, TsEdge *edges, int32_t nedges, int32_t tree, int32_t
 	pt->path_start[pt->num_paths] = start;
 	pt->path_group[pt->num_paths] = group;
 	pt->path_tree[pt->num_paths] = tree;
-	pt->path_value[pt->num_paths] = v;
+	memcpy(pt->path_value + pt->num_paths * pt->value_width, v, sizeof(double) * (size_t) pt->value_width);
 	pt->num_paths++;
 	pt->path_start[pt->num_paths] = pt->num_elements;
 	if (pt->num_elements - start > pt->max_path_len)
 		pt->max_path_len = (int32_t) (pt->num_elements - start);
-	pt->bias[group] += v * reach;
+	for (int32_t k = 0; k < pt->value_width; k++)
+		pt->bias[group + k] += v[k] * reach;
+}
+
+/* Whether any of a leaf's n values is non-zero (a leaf of zeros adds nothing). */
+static bool
+any_nonzero(const double *v, int32_t n)
+{
+	for (int32_t k = 0; k < n; k++)
+		if (v[k] != 0.0)
+			return true;
+	return false;
 }
 
 /* The edge from parent p to child c (indices local to the tree at base). */
@@ -228,19 +242,15 @@ tree_paths(TsPathBuilder *b, const TsModel *m, int32_t t, int32_t *parent, TsEdg
 	for (int32_t leaf = 0; leaf < n; leaf++)
 	{
 		int32_t		nedges = 0;
+		const double *v = m->leaf_value + (base + leaf) * ts_leaf_size(m);
 
 		if (m->left[base + leaf] != -1)
 			continue;
 		for (int32_t c = leaf; parent[c] != -1; c = parent[c])
 			edges[nedges++] = make_edge(m, base, parent[c], c);
-		/* a vector leaf is one path per output; zero values add nothing */
-		for (int32_t k = 0; k < ts_leaf_size(m); k++)
-		{
-			double		v = m->leaf_value[(base + leaf) * ts_leaf_size(m) + k];
-
-			if (v != 0.0)
-				emit_path(b, edges, nedges, t, m->tree_group[t] + k, v);
-		}
+		/* a vector leaf is one path whose values share its elements */
+		if (any_nonzero(v, ts_leaf_size(m)))
+			emit_path(b, edges, nedges, t, m->tree_group[t], v);
 	}
 }
 
@@ -256,6 +266,7 @@ ts_paths_build(const TsModel *m)
 
 	pt->num_features = m->num_features;
 	pt->num_outputs = m->num_outputs;
+	pt->value_width = ts_leaf_size(m);
 	pt->bias = ts_alloc0((size_t) m->num_outputs * sizeof(double));
 	b.model = m;
 	b.pt = pt;
@@ -294,4 +305,15 @@ ts_paths_free(TsPathTable *pt)
 	ts_free(pt->zero_fraction);
 	ts_free(pt->bias);
 	ts_free(pt);
+}
+
+size_t
+ts_paths_bytes(const TsPathTable *pt)
+{
+	size_t		per_path = sizeof(int64_t) + 2 * sizeof(int32_t) + (size_t) pt->value_width * sizeof(double);
+	size_t		per_element = sizeof(int32_t) + 2 * sizeof(float) + sizeof(uint8_t) + sizeof(int32_t) +
+		sizeof(double);
+
+	return sizeof(TsPathTable) + (size_t) pt->num_paths * per_path + (size_t) pt->num_elements * per_element +
+		(size_t) pt->cat_pool_len * sizeof(uint32_t) + (size_t) pt->num_outputs * sizeof(double);
 }

@@ -17,12 +17,16 @@ typedef struct TsPathTable
 	int64_t		num_paths;
 	int64_t		num_elements;
 	int32_t		max_path_len;	/* elements, root included */
+	int32_t		value_width;	/* values per path: 1, or K for vector leaves */
 
-	/* per path */
+	/*
+	 * per path; a vector leaf is one path whose K values share its elements:
+	 * value k adds to output path_group + k
+	 */
 	int64_t    *path_start;		/* num_paths + 1 offsets into the element arrays */
-	int32_t    *path_group;		/* output the leaf adds to */
+	int32_t    *path_group;		/* (first) output the leaf adds to */
 	int32_t    *path_tree;		/* tree the leaf belongs to */
-	double	   *path_value;		/* leaf value */
+	double	   *path_value;		/* num_paths x value_width leaf values */
 
 	/*
 	 * per element: a missing x satisfies it when missing != 0; a present x
@@ -52,9 +56,26 @@ ts_paths_satisfied(const TsPathTable *pt, int64_t e, float x)
 		(pt->cat[e] < 0 || ts_catset_contains(pt->cat_pool + pt->cat[e], x));
 }
 
+/* Value k of path p's leaf (it adds to output path_group[p] + k). */
+static inline double
+ts_path_value(const TsPathTable *pt, int64_t p, int32_t k)
+{
+	return pt->path_value[p * pt->value_width + k];
+}
+
+/* Output columns (output x features + 1) from path p's first output to its value k's. */
+static inline size_t
+ts_path_output_offset(const TsPathTable *pt, int64_t p, int32_t k)
+{
+	return (size_t) (pt->path_group[p] + k) * (size_t) (pt->num_features + 1);
+}
+
 /* Build the path table of a validated model. */
 extern TsPathTable *ts_paths_build(const TsModel *m);
 
 extern void ts_paths_free(TsPathTable *pt);
+
+/* Bytes a path table holds (its arrays, at their used lengths). */
+extern size_t ts_paths_bytes(const TsPathTable *pt);
 
 #endif							/* TS_PATHS_H */

@@ -107,8 +107,6 @@ ts_quad_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, do
 	double	   *sum = pre + len;
 	const double *x,
 			   *w;
-	double		v = pt->path_value[p];
-	double	   *out = phi + (size_t) pt->path_group[p] * (size_t) (pt->num_features + 1);
 
 	if (d < 1 || !ts_shap_fractions(pt, p, row, z, o))
 		return;
@@ -133,5 +131,5 @@ ts_quad_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, do
 		}
 	}
 	for (int32_t e = 1; e <= d; e++)
-		out[pt->feature[start + e]] += v * (o[e] - z[e]) * sum[e];
+		ts_shap_add_share(pt, p, pt->feature[start + e], (o[e] - z[e]) * sum[e], phi);
 }

@@ -84,6 +84,17 @@ ts_shap_extend(double *w, const double *z, const double *o, int32_t n)
 	}
 }
 
+/*
+ * Add share * v_k to feature f's contribution to each of path p's outputs k:
+ * a vector leaf's values share one evaluation of the path.
+ */
+void
+ts_shap_add_share(const TsPathTable *pt, int64_t p, int32_t f, double share, double *phi)
+{
+	for (int32_t k = 0; k < pt->value_width; k++)
+		phi[ts_path_output_offset(pt, p, k) + f] += share * ts_path_value(pt, p, k);
+}
+
 /* Add one path's contributions. */
 static void
 shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, double *scratch)
@@ -93,14 +104,13 @@ shap_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, doubl
 	double	   *w = scratch;
 	double	   *z = scratch + n;
 	double	   *o = scratch + 2 * n;
-	double		v = pt->path_value[p];
-	double	   *out = phi + (size_t) pt->path_group[p] * (size_t) (pt->num_features + 1);
 
 	if (!ts_shap_fractions(pt, p, row, z, o))
 		return;
 	ts_shap_extend(w, z, o, n);
 	for (int32_t e = 1; e < n; e++)
-		out[pt->feature[start + e]] += ts_shap_unwound_sum(w, n - 1, z[e], o[e]) * (o[e] - z[e]) * v;
+		ts_shap_add_share(pt, p, pt->feature[start + e],
+						  ts_shap_unwound_sum(w, n - 1, z[e], o[e]) * (o[e] - z[e]), phi);
 }
 
 size_t

@@ -37,6 +37,9 @@ extern void ts_cpu_shap_add_paths(const TsPathTable *pt, TsShapAlgorithm alg, co
 extern void ts_importance_add_rows(const double *phi, int64_t nrows, int32_t num_outputs,
 								   int32_t num_features, double *sums);
 
+/* Add share times each of path p's values to feature f's contribution to its outputs. */
+extern void ts_shap_add_share(const TsPathTable *pt, int64_t p, int32_t f, double share, double *phi);
+
 /* Path helpers shared with the interaction values (ts_interactions.c). */
 extern bool ts_shap_fractions(const TsPathTable *pt, int64_t p, const float *row, double *z, double *o);
 extern void ts_shap_extend(double *w, const double *z, const double *o, int32_t n);

@@ -5,6 +5,7 @@ on the host exactly as cuda/ts_quad.cu does per row (chunks, slots,
 coefficients, nodes), and each row is compared with the fixture's oracle
 (XGBoost pred_contribs, LightGBM pred_contrib, or the numpy quadrature oracle
 of the long-path fixtures), relative to max(1, |margin|), and for additivity.
+Then every model has at most one path per leaf: a vector leaf's values share it.
 
     test/core/layout_check.py [BOUND]      default bound 1e-5
 """
@@ -63,6 +64,27 @@ def check(name, bound):
     return ok
 
 
+def check_paths_per_leaf():
+    """One path per leaf, also for vector leaves (its K values share the path's
+    elements, in the table and both GPU layouts): paths <= leaves for every model."""
+    models = sorted(p for ext in ("json", "ubj", "txt")
+                    for p in glob.glob(os.path.join(FIXTURES, "*." + ext)))
+    out = subprocess.run([CLI, "load"] + models, capture_output=True, text=True).stdout
+    ok = True
+    for line in out.splitlines():
+        if not line.startswith("ok "):
+            continue
+        fields = dict(f.split("=", 1) for f in line.split()[2:])
+        leaves, paths, width = int(fields["leaves"]), int(fields["paths"]), int(fields["values/path"])
+        if paths > leaves:
+            ok = False
+            print(f"BAD {os.path.basename(line.split()[1])}: {paths} paths for {leaves} leaves")
+        elif width > 1:
+            print(f"ok  {os.path.basename(line.split()[1])}: {leaves} vector leaves of {width} values "
+                  f"in {paths} paths, {fields['bytes']} bytes of path table")
+    return ok
+
+
 def main():
     bound = float(sys.argv[1]) if len(sys.argv) > 1 else 1e-5
     names = sorted(os.path.basename(p)[:-len(".expected.csv")]
@@ -73,7 +95,8 @@ def main():
                                       os.path.exists(os.path.join(FIXTURES, n + ".text.csv")))]
     results = [check(n, bound) for n in names if model_of(n)]
     print(f"gpu layout on the host: {sum(results)}/{len(results)} fixtures within {bound:g}")
-    return 0 if all(results) else 1
+    shared = check_paths_per_leaf()
+    return 0 if all(results) and shared else 1
 
 
 if __name__ == "__main__":

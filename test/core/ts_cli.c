@@ -64,9 +64,10 @@ layout_satisfies(const TsPathTable *pt, const TsGpuQuadDesc *q, int64_t e, float
 
 /* One layout path for one row, added to the chunk's slot sums (cuda/ts_quad.cu's quad_path). */
 static void
-layout_path(const TsPathTable *pt, const TsGpuQuadDesc *q, const TsGpuQuadPath *path,
+layout_path(const TsPathTable *pt, const TsGpuQuadDesc *q, int64_t index, int32_t target,
 			const float *row, double *slot_sum)
 {
+	const TsGpuQuadPath *path = &q->paths[index];
 	int32_t		n = path->n;
 	int32_t		np = n + (n & 1);
 	const double *c = q->coef + path->coef;
@@ -75,7 +76,7 @@ layout_path(const TsPathTable *pt, const TsGpuQuadDesc *q, const TsGpuQuadPath *
 	uint32_t	unsat = 0;
 
 	for (int32_t i = 0; i < n; i++)
-		g[i] = c[i];
+		g[i] = q->values != NULL ? c[i] * q->values[index * q->value_width + target] : c[i];
 	for (int32_t k = 0; k < path->d; k++)
 	{
 		int64_t		e = path->elem + k;
@@ -115,7 +116,7 @@ layout_shap_row(const TsPathTable *pt, const TsGpuQuadDesc *q, const TsPacking *
 
 		memset(slot_sum, 0, sizeof(slot_sum));
 		for (int64_t p = ch->path_lo; p < ch->path_hi; p++)
-			layout_path(pt, q, &q->paths[p], row, slot_sum);
+			layout_path(pt, q, p, ch->target, row, slot_sum);
 		for (int64_t s = 0; s < ch->slots; s++)
 		{
 			int32_t		col = q->slot_column[ch->slot_start + s];
@@ -316,12 +317,15 @@ check_packing(const TsPathTable *pt, TsPackAlgo algo)
  * Check the GPU quadrature layout's invariants: each path of 1 to 31 unique
  * features once, with its elements, nodes and coefficients where the path
  * says; no chunk over TS_GPU_QUAD_MAX_SLOTS slots; every element's slot
- * naming its own output x feature column. Returns 0 when valid.
+ * naming its own output x feature column; for vector leaves, the K runs of
+ * each chunk side by side, run k on output k's columns (elements and
+ * coefficients laid out once). Returns 0 when valid.
  */
 static int
 check_layout(const TsPathTable *pt)
 {
 	TsGpuQuadDesc *q = ts_gpu_quad_build(pt);
+	int32_t		width = pt->value_width;
 	int64_t		expected = 0,
 				elems = 0,
 				coefs = 0;
@@ -333,35 +337,44 @@ check_layout(const TsPathTable *pt)
 
 		expected += d >= 1 && d < TS_PACK_LANES;
 	}
-	bad |= q->num_paths != expected;
+	bad |= q->num_paths != expected || q->value_width != width || (width > 1) != (q->values != NULL) ||
+		q->num_chunks % width != 0;
 	for (int64_t c = 0; c < q->num_chunks; c++)
 	{
 		const TsGpuQuadChunk *ch = &q->chunks[c];
+		const TsGpuQuadChunk *first = &q->chunks[c - c % width];
+		int32_t		k = (int32_t) (c % width);
 
-		bad |= ch->slots > TS_GPU_QUAD_MAX_SLOTS || ch->path_lo >= ch->path_hi ||
-			(c > 0 && ch->path_lo != q->chunks[c - 1].path_hi);
+		bad |= ch->slots > TS_GPU_QUAD_MAX_SLOTS || ch->path_lo >= ch->path_hi || ch->target != k ||
+			ch->path_lo != first->path_lo || ch->path_hi != first->path_hi ||
+			(c >= width && k == 0 && ch->path_lo != q->chunks[c - width].path_hi);
 		for (int64_t i = ch->path_lo; i < ch->path_hi; i++)
 		{
 			const TsGpuQuadPath *path = &q->paths[i];
 
-			bad |= path->elem != elems || path->coef != coefs || path->n != (path->d + 1) / 2 ||
-				path->n > q->max_points;
-			for (int32_t k = 0; k < path->d; k++)
+			if (k == 0)
+				bad |= path->elem != elems || path->coef != coefs;
+			bad |= path->n != (path->d + 1) / 2 || path->n > q->max_points;
+			for (int32_t e = 0; e < path->d; e++)
 			{
-				int32_t		slot = q->elems[elems + k].slot_flags & 0xffff;
+				int32_t		slot = q->elems[path->elem + e].slot_flags & 0xffff;
+				int32_t		col = slot < ch->slots ? q->slot_column[ch->slot_start + slot] : -1;
 
-				bad |= slot >= ch->slots ||
-					q->slot_column[ch->slot_start + slot] % pt->num_features != q->elems[elems + k].feature;
+				bad |= col < 0 || col % pt->num_features != q->elems[path->elem + e].feature ||
+					col != q->slot_column[first->slot_start + slot] + k * pt->num_features;
 			}
-			elems += path->d;
-			coefs += (int64_t) (path->n + (path->n & 1)) * (1 + 2 * path->d);
+			if (k == 0)
+			{
+				elems += path->d;
+				coefs += (int64_t) (path->n + (path->n & 1)) * (1 + 2 * path->d);
+			}
 		}
 	}
 	bad |= (q->num_chunks > 0 && q->chunks[q->num_chunks - 1].path_hi != q->num_paths) ||
 		elems != q->num_elems || coefs != q->num_coef;
-	printf("quadrature layout paths=%lld chunks=%lld slots=%lld nodes<=%d %s\n",
+	printf("quadrature layout paths=%lld chunks=%lld slots=%lld nodes<=%d values/path=%d %s\n",
 		   (long long) q->num_paths, (long long) q->num_chunks, (long long) q->num_slots,
-		   q->max_points, bad ? "INVALID" : "valid");
+		   q->max_points, width, bad ? "INVALID" : "valid");
 	ts_gpu_quad_free(q);
 	return bad;
 }
@@ -407,8 +420,9 @@ main(int argc, char **argv)
 				TsPathTable *pt = ts_paths_build(m);
 
 				exercise(m, pt);
-				printf("ok %s trees=%d leaves=%lld paths=%lld\n", argv[i], m->num_trees,
-					   (long long) m->num_leaves, (long long) pt->num_paths);
+				printf("ok %s trees=%d leaves=%lld paths=%lld elements=%lld values/path=%d bytes=%zu\n",
+					   argv[i], m->num_trees, (long long) m->num_leaves, (long long) pt->num_paths,
+					   (long long) pt->num_elements, pt->value_width, ts_paths_bytes(pt));
 				ts_paths_free(pt);
 				ts_model_free(m);
 			}
