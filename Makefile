@@ -5,10 +5,8 @@ EXTENSION = pg_treeshap
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" pg_treeshap.control)
 
 MODULE_big = pg_treeshap
-OBJS = src/pg_treeshap.o src/ts_settings.o src/ts_error.o src/ts_alloc_pg.o \
-       src/ts_json.o src/ts_ubjson.o src/ts_model.o src/ts_catdict.o src/ts_cityhash.o src/ts_xgboost.o src/ts_xgboost_cats.o src/ts_lightgbm.o src/ts_catboost.o src/ts_paths.o src/ts_shap_cpu.o src/ts_quadrature.o src/ts_interactions.o \
-       src/ts_pack.o src/ts_catalog.o src/ts_batch.o src/ts_explain.o src/ts_gpu_pg.o \
-       src/ts_gpu_info.o src/ts_jobs.o
+include src/sources.mk
+OBJS = $(patsubst %.c,src/%.o,$(TS_BASE_SRCS) $(TS_MODEL_SRCS) $(TS_CORE_SRCS) $(TS_BACKEND_SRCS))
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 
 REGRESS = catalog explain errors
@@ -18,6 +16,8 @@ PG_CONFIG ?= pg_config
 PG_CFLAGS += -Wall -Wextra -Werror=implicit-function-declaration
 # PostgreSQL's own headers trip -Wextra; treat them as system headers.
 PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir-server)
+# includes name their layer: "core/ts_paths.h", "cuda/ts_cuda.h"
+PG_CPPFLAGS += -I$(srcdir)/src -I$(srcdir)
 
 # PGXS wants LLVM bitcode for every object; nvcc objects have none.
 override with_llvm = no
@@ -35,7 +35,7 @@ ifeq ($(WITH_CUDA),yes)
 endif
 
 ifneq ($(NVCC),)
-  CUDA_OBJS = src/ts_gpu.o src/ts_gpu_quad.o cuda/ts_device.o cuda/ts_shap.o cuda/ts_quad.o
+  CUDA_OBJS = $(patsubst %.c,src/%.o,$(TS_GPU_SRCS)) cuda/ts_device.o cuda/ts_shap.o cuda/ts_quad.o
   OBJS += $(CUDA_OBJS)
   PG_CPPFLAGS += -DTS_WITH_CUDA
   SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
@@ -49,9 +49,9 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
-$(OBJS): $(wildcard src/*.h) cuda/ts_cuda.h
+$(OBJS): $(wildcard src/*/*.h) cuda/ts_cuda.h
 
 cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
-EXTRA_CLEAN = cuda/*.o
+EXTRA_CLEAN = cuda/*.o src/*/*.o

@@ -11,12 +11,12 @@
  * interaction kernel (double) over that many rows, checked against the CPU
  * on two rows, and the feature-importance job over NROWS rows.
  */
-#include "../src/ts_gpu.h"
-#include "../src/ts_gpu_quad.h"
-#include "../src/ts_interactions.h"
-#include "../src/ts_model.h"
-#include "../src/ts_shap_cpu.h"
-#include "../src/ts_tool.h"
+#include "gpu/ts_gpu.h"
+#include "gpu/ts_gpu_quad.h"
+#include "core/ts_interactions.h"
+#include "model/ts_model.h"
+#include "core/ts_shap_cpu.h"
+#include "base/ts_tool.h"
 
 #include <math.h>
 #include <stdio.h>

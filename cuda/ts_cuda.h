@@ -78,7 +78,7 @@ typedef enum TsGpuJobKind
 {
 	TS_GPU_JOB_SHAP = 0,		/* per row: outputs x (features + 1), bias last */
 	TS_GPU_JOB_SHAPLEY_INTERACTIONS = 1,	/* per row: outputs x selected x features, raw terms */
-	TS_GPU_JOB_TAYLOR_INTERACTIONS = 2, /* (src/ts_interactions.h says what "raw" means) */
+	TS_GPU_JOB_TAYLOR_INTERACTIONS = 2, /* (src/core/ts_interactions.h says what "raw" means) */
 	TS_GPU_JOB_IMPORTANCE = 3	/* per batch: outputs x features sums of |phi|, then of phi */
 } TsGpuJobKind;
 
@@ -106,7 +106,7 @@ size_t		ts_gpu_job_result_len(const TsGpuJob *job, int32_t num_outputs, int32_t 
 								  int32_t nrows);
 
 /*
- * The quadrature layout of the same path table (src/ts_gpu_quad.c builds it).
+ * The quadrature layout of the same path table (src/gpu/ts_gpu_quad.c builds it).
  * Paths run in chunks; a block explains a tile of rows with one chunk,
  * summing each row's contributions per chunk slot (a distinct output x
  * feature column of the chunk) in shared memory, then adds the slot sums
@@ -185,7 +185,7 @@ typedef struct TsGpuTableDesc
 	int32_t		num_features;
 	int32_t		num_outputs;
 	const double *bias;			/* per output */
-	const uint32_t *cat_pool;	/* category sets (src/ts_catset.h layout); NULL when none */
+	const uint32_t *cat_pool;	/* category sets (src/base/ts_catset.h layout); NULL when none */
 	int64_t		cat_pool_len;	/* words */
 	double		fixed_scale;	/* contributions are summed as round(phi * scale) in int64 */
 	const TsGpuQuadDesc *quad;	/* the quadrature layout; NULL: DP only */

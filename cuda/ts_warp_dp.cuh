@@ -18,7 +18,7 @@ namespace ts_warp
 constexpr int kRowsTogether = 4;	/* rows a warp carries through the DP at once (ILP) */
 constexpr unsigned kFullMask = 0xffffffffu;
 
-/* Category x (present) in a set of src/ts_catset.h: bits, outside flag, words. */
+/* Category x (present) in a set of src/base/ts_catset.h: bits, outside flag, words. */
 __device__ __forceinline__ bool
 category_in(const uint32_t *__restrict__ set, float x)
 {

@@ -32,6 +32,9 @@ if [ -n "${TS_EXTRA_PYTHON:-}" ]; then "$TS_EXTRA_PYTHON" test/oracle_check.py |
 echo "== explain_into: stopped mid-run (terminate, cancel, SIGKILL), resumed; scheduled by pg_cron"
 /usr/bin/python3 test/jobs_check.py || status=1
 
+echo "== layers of src/: includes point down only, PostgreSQL only in the backend's glue"
+/usr/bin/python3 test/core/layers_check.py || status=1
+
 echo "== compute core under AddressSanitizer"
 make -s -C test/core >/dev/null
 /usr/bin/python3 test/core/fuzz_core.py || status=1

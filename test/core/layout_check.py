@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The GPU quadrature layout, checked where CI has no GPU: for every fixture,
-ts_cli (built with AddressSanitizer) evaluates the layout of src/ts_gpu_quad.c
+ts_cli (built with AddressSanitizer) evaluates the layout of src/gpu/ts_gpu_quad.c
 on the host exactly as cuda/ts_quad.cu does per row (chunks, slots,
 coefficients, nodes), and each row is compared with the fixture's oracle
 (XGBoost pred_contribs, LightGBM pred_contrib, or the numpy quadrature oracle

@@ -3,7 +3,7 @@
  *   ts_cli contribs MODEL CSV [treeshap|quadrature|gpu-layout]
  *                               print pred_contribs rows (outputs x (features+1));
  *                               gpu-layout evaluates the GPU quadrature layout
- *                               (src/ts_gpu_quad.c) on the host as the kernel does
+ *                               (src/gpu/ts_gpu_quad.c) on the host as the kernel does
  *   ts_cli margin MODEL CSV     print margins
  *   ts_cli interactions MODEL CSV [shapley|taylor [F,F...]]
  *                               print interaction rows (outputs x selected x features)
@@ -14,13 +14,13 @@
  *                               and the GPU quadrature layout (slots, offsets)
  * CSV rows hold feature values only; an empty field or "nan" is missing.
  */
-#include "../../src/ts_gpu_quad.h"
-#include "../../src/ts_interactions.h"
-#include "../../src/ts_model.h"
-#include "../../src/ts_pack.h"
-#include "../../src/ts_paths.h"
-#include "../../src/ts_shap_cpu.h"
-#include "../../src/ts_tool.h"
+#include "gpu/ts_gpu_quad.h"
+#include "core/ts_interactions.h"
+#include "model/ts_model.h"
+#include "core/ts_pack.h"
+#include "core/ts_paths.h"
+#include "core/ts_shap_cpu.h"
+#include "base/ts_tool.h"
 
 #include <math.h>
 #include <stdio.h>

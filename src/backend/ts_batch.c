@@ -1,0 +1,388 @@
+/*
+ * ts_batch.c - batched, type-checked reading of the rows to explain. The
+ * first query column is the row key; the others are features, matched by
+ * name when the model has feature names and by position otherwise.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/syscache.h"
+
+#include "backend/ts_batch.h"
+#include "backend/ts_settings.h"
+
+/* Name of feature j: the model's own, or XGBoost's default f<j>. */
+char *
+ts_feature_name(const TsModel *model, int32 j)
+{
+	if (model->feature_names != NULL)
+		return pstrdup(model->feature_names[j]);
+	return psprintf("f%d", j);
+}
+
+/* Whether a column type can carry feature values. */
+static bool
+is_feature_type(Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+		case BOOLOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* Whether a type is one of the integer types keys may convert between. */
+static bool
+is_integer_type(Oid type)
+{
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+/* How a text-like column type is read: 't' text/varchar, 'b' char(n), 'e' enum, 0 if not text. */
+static char
+text_kind(Oid type)
+{
+	if (type == TEXTOID || type == VARCHAROID)
+		return 't';
+	if (type == BPCHAROID)
+		return 'b';
+	if (type_is_enum(type))
+		return 'e';
+	return 0;
+}
+
+/*
+ * Check feature j's column type: numeric, or text-like when the model has
+ * category names for j (its codes are then looked up by name).
+ */
+static Oid
+feature_column_type(TsBatchReader *r, TupleDesc desc, int attno, int32 j)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attno);
+	Oid			type = getBaseType(att->atttypid);
+	char		kind = text_kind(type);
+
+	bool		categorical = r->model->categorical != NULL && r->model->categorical[j];
+
+	r->feature_text[j] = 0;
+	/* CatBoost hashes a category's name, so only the name can be given */
+	if (is_feature_type(type) && r->model->dict_hashed && categorical)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" has type %s, but CatBoost categorical feature \"%s\" takes text",
+						NameStr(att->attname), format_type_be(att->atttypid), ts_feature_name(r->model, j)),
+				 errdetail("CatBoost compares a hash of the category's name; an integer category is the hash of its decimal form."),
+				 errhint("Cast the column to text.")));
+	if (is_feature_type(type))
+		return type;
+	if (kind != 0 && (ts_catdict_size(r->model, j) > 0 || (r->model->dict_hashed && categorical)))
+	{
+		r->feature_text[j] = kind;
+		return type;
+	}
+	if (kind != 0 && categorical)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" has type %s, but the model has no category names for feature \"%s\"",
+						NameStr(att->attname), format_type_be(att->atttypid),
+						ts_feature_name(r->model, j)),
+				 errdetail("The feature is categorical, but the model file does not list its categories (XGBoost >= 3.1 saves them for pandas string categories, LightGBM as pandas_categorical)."),
+				 errhint("Pass the category codes as an integer column.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("column \"%s\" has type %s, which is not a numeric type",
+					NameStr(att->attname), format_type_be(att->atttypid)),
+			 errhint("Feature columns must be smallint, integer, bigint, real, double precision, numeric or boolean, or text for categorical features whose model lists their categories.")));
+	pg_unreachable();
+}
+
+/*
+ * Query column named like a feature: exact name first, then
+ * case-insensitive. A name longer than an identifier can be is matched by
+ * the form PostgreSQL truncates it to (its first NAMEDATALEN - 1 bytes, cut
+ * at a character boundary), since no column can carry the whole of it.
+ */
+static int
+find_column(TupleDesc desc, const char *name)
+{
+	int			match = -1;
+	int			len = strlen(name);
+	const char *feature = name;
+
+	if (len >= NAMEDATALEN)
+		feature = pnstrdup(name, pg_mbcliplen(name, len, NAMEDATALEN - 1));
+
+	for (int a = 1; a < desc->natts; a++)
+		if (!TupleDescAttr(desc, a)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, a)->attname), feature) == 0)
+			return a;
+	for (int a = 1; a < desc->natts; a++)
+	{
+		if (TupleDescAttr(desc, a)->attisdropped ||
+			pg_strcasecmp(NameStr(TupleDescAttr(desc, a)->attname), feature) != 0)
+			continue;
+		if (match >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_AMBIGUOUS_COLUMN),
+					 errmsg("feature \"%s\" matches more than one query column", feature)));
+		match = a;
+	}
+	return match;
+}
+
+/* Check the key column against the requested key type. */
+static void
+bind_key(TsBatchReader *r, TupleDesc desc)
+{
+	Oid			in = getBaseType(TupleDescAttr(desc, 0)->atttypid);
+
+	r->key_in_type = in;
+	if (r->key_type == InvalidOid || in == r->key_type || (is_integer_type(in) && is_integer_type(r->key_type)))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("row key column \"%s\" has type %s, but keys of type %s were requested",
+					NameStr(TupleDescAttr(desc, 0)->attname),
+					format_type_be(TupleDescAttr(desc, 0)->atttypid),
+					format_type_be(r->key_type)),
+			 errhint("Pass the key type as the third argument, e.g. NULL::%s.",
+					 format_type_be(TupleDescAttr(desc, 0)->atttypid))));
+}
+
+/* Map every model feature to a query column and check the types. */
+static void
+bind_columns(TsBatchReader *r, TupleDesc desc)
+{
+	int32		nf = r->model->num_features;
+	bool		by_name = r->model->feature_names != NULL && ts_match_columns == TS_MATCH_NAME;
+
+	if (desc->natts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("query must return a row key column followed by feature columns")));
+	bind_key(r, desc);
+	r->feature_attno = palloc(sizeof(int) * nf);
+	r->feature_type = palloc(sizeof(Oid) * nf);
+	r->feature_text = palloc(nf);
+	if (!by_name && desc->natts - 1 != nf)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("query returns %d feature columns, but the model has %d features",
+						desc->natts - 1, nf),
+				 r->model->feature_names == NULL ?
+				 errdetail("The model has no feature names, so columns after the row key are matched by position.") :
+				 errdetail("treeshap.match_columns is position, so columns after the row key are matched by position.")));
+	for (int32 j = 0; j < nf; j++)
+	{
+		int			attno = j + 1;
+
+		if (by_name)
+		{
+			attno = find_column(desc, r->model->feature_names[j]);
+			if (attno < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("query has no column for feature \"%s\"", r->model->feature_names[j]),
+						 strlen(r->model->feature_names[j]) >= NAMEDATALEN ?
+						 errdetail("Names longer than %d bytes are matched by their first %d bytes, as PostgreSQL truncates identifiers.",
+								   NAMEDATALEN - 1, NAMEDATALEN - 1) : 0,
+						 errhint("Set treeshap.match_columns to position to match columns by position.")));
+		}
+		r->feature_attno[j] = attno;
+		r->feature_type[j] = feature_column_type(r, desc, attno, j);
+	}
+	r->values = palloc(sizeof(Datum) * desc->natts);
+	r->isnull = palloc(sizeof(bool) * desc->natts);
+	r->bound = true;
+}
+
+/* One feature value as float32 (what XGBoost compares); NULL and NaN are missing. */
+static float
+feature_value(Datum d, Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+			return ts_feature_value((double) DatumGetInt16(d));
+		case INT4OID:
+			return ts_feature_value((double) DatumGetInt32(d));
+		case INT8OID:
+			return ts_feature_value((double) DatumGetInt64(d));
+		case FLOAT4OID:
+			return ts_feature_value((double) DatumGetFloat4(d));
+		case FLOAT8OID:
+			return ts_feature_value(DatumGetFloat8(d));
+		case BOOLOID:
+			return DatumGetBool(d) ? 1.0f : 0.0f;
+		case NUMERICOID:
+			return ts_feature_value(DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d)));
+	}
+	pg_unreachable();
+}
+
+/*
+ * A category given by name, as its code in the model's dictionary. A name
+ * the model was not trained with is a missing value, as pandas makes it
+ * when a column takes the training set's categories (LightGBM does so;
+ * XGBoost 3.2 refuses such a name instead).
+ */
+static float
+category_code(const TsModel *m, int32 j, Datum d, char kind)
+{
+	const char *name;
+	size_t		len;
+	int32		code;
+
+	if (kind == 'e')
+	{
+		HeapTuple	tup = SearchSysCache1(ENUMOID, d);
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for enum value %u", DatumGetObjectId(d));
+		name = NameStr(((Form_pg_enum) GETSTRUCT(tup))->enumlabel);
+		code = ts_catdict_lookup(m, j, name, strlen(name));
+		ReleaseSysCache(tup);
+		return code >= 0 ? (float) code : NAN;
+	}
+	else
+	{
+		text	   *t = DatumGetTextPP(d);
+
+		name = VARDATA_ANY(t);
+		len = VARSIZE_ANY_EXHDR(t);
+		if (kind == 'b')		/* char(n) pads with blanks that are not part of the value */
+			len = bpchartruelen((char *) name, (int) len);
+		code = ts_catdict_lookup(m, j, name, len);
+		return code >= 0 ? (float) code : NAN;
+	}
+}
+
+/* The row key in the requested type, converting between integer types with range checks. */
+static Datum
+convert_key(TsBatchReader *r, Datum d)
+{
+	int64		v;
+
+	if (r->key_type == InvalidOid || r->key_in_type == r->key_type)
+		return d;
+	v = r->key_in_type == INT2OID ? DatumGetInt16(d) :
+		r->key_in_type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
+	if (r->key_type == INT8OID)
+		return Int64GetDatum(v);
+	if ((r->key_type == INT4OID && (v < PG_INT32_MIN || v > PG_INT32_MAX)) ||
+		(r->key_type == INT2OID && (v < PG_INT16_MIN || v > PG_INT16_MAX)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("row key %lld is out of range for type %s", (long long) v,
+						format_type_be(r->key_type))));
+	return r->key_type == INT4OID ? Int32GetDatum((int32) v) : Int16GetDatum((int16) v);
+}
+
+/* Whether a prepared plan is one SELECT (or VALUES) statement. */
+static bool
+is_select_plan(SPIPlanPtr plan)
+{
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+
+	return list_length(sources) == 1 &&
+		((CachedPlanSource *) linitial(sources))->commandTag == CMDTAG_SELECT &&
+		SPI_is_cursor_plan(plan);
+}
+
+/* Open the cursor; read_only so the query cannot modify data. */
+void
+ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key_type)
+{
+	SPIPlanPtr	plan;
+
+	memset(r, 0, sizeof(*r));
+	r->model = model;
+	r->key_type = key_type;
+	r->batch_rows = ts_batch_rows;
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare query: %s", SPI_result_code_string(SPI_result));
+	if (!is_select_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
+				 errmsg("query must be a single SELECT or VALUES that returns rows")));
+	r->portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	r->batch_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap batch",
+											 ALLOCSET_DEFAULT_SIZES);
+}
+
+/* Fetch up to batch_rows rows and convert them. */
+uint64
+ts_batch_next(TsBatchReader *r)
+{
+	int32		nf = r->model->num_features;
+	MemoryContext old;
+	SPITupleTable *tt;
+
+	if (SPI_tuptable != NULL)
+		SPI_freetuptable(SPI_tuptable);
+	MemoryContextReset(r->batch_context);
+	SPI_cursor_fetch(r->portal, true, r->batch_rows);
+	tt = SPI_tuptable;
+	if (!r->bound)
+		bind_columns(r, tt->tupdesc);
+	r->nrows = SPI_processed;
+	if (r->nrows == 0)
+		return 0;
+
+	old = MemoryContextSwitchTo(r->batch_context);
+	r->x = r->x_target != NULL ? r->x_target
+		: palloc_extended(sizeof(float) * r->nrows * nf, MCXT_ALLOC_HUGE);
+	r->keys = palloc(sizeof(Datum) * r->nrows);
+	r->key_null = palloc(sizeof(bool) * r->nrows);
+	for (uint64 i = 0; i < r->nrows; i++)
+	{
+		float	   *row = r->x + i * nf;
+
+		heap_deform_tuple(tt->vals[i], tt->tupdesc, r->values, r->isnull);
+		r->key_null[i] = r->isnull[0];
+		r->keys[i] = r->isnull[0] ? (Datum) 0 : convert_key(r, r->values[0]);
+		for (int32 j = 0; j < nf; j++)
+		{
+			int			a = r->feature_attno[j];
+
+			if (r->isnull[a])
+				row[j] = NAN;
+			else if (r->feature_text[j] != 0)
+				row[j] = category_code(r->model, j, r->values[a], r->feature_text[j]);
+			else
+				row[j] = feature_value(r->values[a], r->feature_type[j]);
+		}
+		ts_model_prepare_row(r->model, row);
+	}
+	MemoryContextSwitchTo(old);
+	return r->nrows;
+}
+
+/* Close the cursor and free batch memory. */
+void
+ts_batch_close(TsBatchReader *r)
+{
+	if (SPI_tuptable != NULL)
+		SPI_freetuptable(SPI_tuptable);
+	SPI_cursor_close(r->portal);
+	MemoryContextDelete(r->batch_context);
+}

@@ -1,0 +1,343 @@
+/*
+ * ts_catalog.c - loading models into treeshap.model_store and caching parsed
+ * models per backend. Every load or replace assigns a new version from a
+ * sequence; a backend compares its cached version with the catalog row on
+ * each use, so a replace or drop in any session invalidates every cache.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "backend/ts_batch.h"
+#include "backend/ts_catalog.h"
+
+PG_FUNCTION_INFO_V1(treeshap_store_model);
+
+static TsCachedModel *cache_head = NULL;
+static MemoryContext cache_context = NULL;
+
+/* Map a core error class to its SQLSTATE and raise it. */
+void
+ts_report_core_error(const TsError *err, const char *context)
+{
+	int			code;
+
+	switch (err->code)
+	{
+		case TS_ERR_SYNTAX:
+			code = ERRCODE_INVALID_TEXT_REPRESENTATION;
+			break;
+		case TS_ERR_UNSUPPORTED:
+			code = ERRCODE_FEATURE_NOT_SUPPORTED;
+			break;
+		case TS_ERR_LIMIT:
+			code = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+			break;
+		default:
+			code = ERRCODE_INVALID_PARAMETER_VALUE;
+			break;
+	}
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("could not read model \"%s\": %s", context, err->message)));
+}
+
+/* Parse and validate model bytes in the current memory context. */
+static TsModel *
+read_model_or_error(const char *name, bytea *bytes)
+{
+	TsError		err = {0};
+	TsModel    *m = ts_model_read(VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), &err);
+
+	if (m == NULL)
+		ts_report_core_error(&err, name);
+	return m;
+}
+
+/* The model's feature names as text[], or NULL datum when it has none. */
+static Datum
+feature_names_array(const TsModel *m, bool *isnull)
+{
+	Datum	   *elems;
+
+	*isnull = (m->feature_names == NULL);
+	if (*isnull)
+		return (Datum) 0;
+	elems = palloc(sizeof(Datum) * m->num_features);
+	for (int32 i = 0; i < m->num_features; i++)
+		elems[i] = CStringGetTextDatum(m->feature_names[i]);
+	return PointerGetDatum(construct_array(elems, m->num_features, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* Per-output base score in margin space as float8[]. */
+static Datum
+base_score_array(const TsModel *m)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * m->num_outputs);
+
+	for (int32 k = 0; k < m->num_outputs; k++)
+		elems[k] = Float8GetDatum(m->base_margin[k]);
+	return PointerGetDatum(construct_array(elems, m->num_outputs, FLOAT8OID, 8,
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * The categorical features by name, and per feature the number of
+ * categories its dictionary lists (NULL where the model lists none).
+ */
+static void
+categorical_arrays(const TsModel *m, Datum *names, Datum *counts, bool *isnull)
+{
+	Datum	   *n = palloc(sizeof(Datum) * m->num_features);
+	Datum	   *c = palloc(sizeof(Datum) * m->num_features);
+	bool	   *c_null = palloc(sizeof(bool) * m->num_features);
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			count = 0;
+
+	*isnull = m->categorical == NULL;
+	if (*isnull)
+		return;
+	for (int32 j = 0; j < m->num_features; j++)
+		if (m->categorical[j])
+		{
+			n[count] = CStringGetTextDatum(ts_feature_name(m, j));
+			c[count] = Int32GetDatum(ts_catdict_size(m, j));
+			c_null[count++] = ts_catdict_size(m, j) == 0;
+		}
+	dims[0] = count;
+	*names = PointerGetDatum(construct_array(n, count, TEXTOID, -1, false, TYPALIGN_INT));
+	*counts = PointerGetDatum(construct_md_array(c, c_null, 1, dims, lbs, INT4OID, 4, true,
+												 TYPALIGN_INT));
+}
+
+/* ERROR if a model of this name exists (load without replace). */
+static void
+check_name_free(Datum name_datum, const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {name_datum};
+
+	if (SPI_execute_with_args("SELECT 1 FROM treeshap.model_store WHERE name = $1",
+							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up model \"%s\"", name);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("model \"%s\" already exists", name),
+				 errhint("Pass replace => true to replace it.")));
+}
+
+/* Insert (or replace) the catalog row in one statement: all or nothing. */
+static void
+store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
+{
+	static const char *insert_sql =
+		"INSERT INTO treeshap.model_store AS s (name, format, num_trees, num_features, "
+		"num_outputs, max_depth, num_leaves, feature_names, objective, base_score, model, "
+		"categorical_features, num_categories) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+	static const char *upsert_tail =
+		" ON CONFLICT (name) DO UPDATE SET format = EXCLUDED.format, "
+		"num_trees = EXCLUDED.num_trees, num_features = EXCLUDED.num_features, "
+		"num_outputs = EXCLUDED.num_outputs, max_depth = EXCLUDED.max_depth, "
+		"num_leaves = EXCLUDED.num_leaves, feature_names = EXCLUDED.feature_names, "
+		"objective = EXCLUDED.objective, base_score = EXCLUDED.base_score, "
+		"model = EXCLUDED.model, categorical_features = EXCLUDED.categorical_features, "
+		"num_categories = EXCLUDED.num_categories, created_at = now(), "
+		"version = nextval('treeshap.model_version')";
+	Oid			argtypes[13] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
+	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID, TEXTARRAYOID, INT4ARRAYOID};
+	Datum		args[13];
+	char		nulls[13];
+	bool		names_null;
+	bool		cats_null;
+	char	   *sql = replace ? psprintf("%s%s", insert_sql, upsert_tail) : pstrdup(insert_sql);
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = name_datum;
+	args[1] = CStringGetTextDatum(m->format);
+	args[2] = Int32GetDatum(m->num_trees);
+	args[3] = Int32GetDatum(m->num_features);
+	args[4] = Int32GetDatum(m->num_outputs);
+	args[5] = Int32GetDatum(m->max_depth);
+	args[6] = Int64GetDatum(m->num_leaves);
+	args[7] = feature_names_array(m, &names_null);
+	if (names_null)
+		nulls[7] = 'n';
+	args[8] = m->objective ? CStringGetTextDatum(m->objective) : (Datum) 0;
+	if (m->objective == NULL)
+		nulls[8] = 'n';
+	args[9] = base_score_array(m);
+	args[10] = PointerGetDatum(bytes);
+	categorical_arrays(m, &args[11], &args[12], &cats_null);
+	if (cats_null)
+		nulls[11] = nulls[12] = 'n';
+	if (SPI_execute_with_args(sql, 13, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not store model");
+}
+
+/*
+ * treeshap._store_model(name, bytes, replace): parse and validate the bytes,
+ * then insert or replace the catalog row. Nothing is written unless the model
+ * is valid.
+ */
+Datum
+treeshap_store_model(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	bytea	   *bytes;
+	bool		replace = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
+	MemoryContext check_context;
+	MemoryContext old;
+	TsModel    *m;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model name and model bytes must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model name must not be empty")));
+	bytes = PG_GETARG_BYTEA_PP(1);
+
+	check_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap model check",
+										  ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(check_context);
+	m = read_model_or_error(name, bytes);
+	MemoryContextSwitchTo(old);
+
+	SPI_connect();
+	if (!replace)
+		check_name_free(PG_GETARG_DATUM(0), name);
+	store_row(PG_GETARG_DATUM(0), bytes, m, replace);
+	SPI_finish();
+	MemoryContextDelete(check_context);
+	PG_RETURN_VOID();
+}
+
+/* Catalog version of a model; ERROR if it does not exist. */
+static int64
+lookup_version(const char *name, bool *found)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+
+	if (SPI_execute_with_args("SELECT version FROM treeshap.model_store WHERE name = $1",
+							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up model \"%s\"", name);
+	*found = SPI_processed > 0;
+	if (!*found)
+		return 0;
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* Free a cache entry now if unused, or when its last user releases it. */
+static void
+retire_entry(TsCachedModel *entry)
+{
+	TsCachedModel **link;
+
+	entry->retired = true;
+	if (entry->pins > 0)
+		return;
+	for (link = &cache_head; *link != NULL; link = &(*link)->next)
+		if (*link == entry)
+		{
+			*link = entry->next;
+			break;
+		}
+	MemoryContextDelete(entry->context);
+}
+
+/* Live (non-retired) cache entry for a name, or NULL. */
+static TsCachedModel *
+find_entry(const char *name)
+{
+	for (TsCachedModel *e = cache_head; e != NULL; e = e->next)
+		if (!e->retired && strcmp(e->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+/*
+ * Read the stored bytes and build model and path table in a fresh context;
+ * it joins the cache only once complete, so an ERROR midway frees it.
+ */
+static TsCachedModel *
+build_entry(const char *name, int64 version)
+{
+	Oid			argtypes[2] = {TEXTOID, INT8OID};
+	Datum		args[2] = {CStringGetTextDatum(name), Int64GetDatum(version)};
+	bool		isnull;
+	MemoryContext ctx;
+	MemoryContext old;
+	TsCachedModel *entry;
+	bytea	   *bytes;
+
+	if (SPI_execute_with_args("SELECT model FROM treeshap.model_store WHERE name = $1 AND version = $2",
+							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not read model \"%s\"", name);
+	bytes = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+	ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap cached model",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(ctx);
+	entry = palloc0(sizeof(TsCachedModel));
+	entry->name = pstrdup(name);
+	entry->version = version;
+	entry->context = ctx;
+	entry->model = read_model_or_error(name, bytes);
+	entry->paths = ts_paths_build(entry->model);
+	MemoryContextSwitchTo(old);
+
+	if (cache_context == NULL)
+		cache_context = AllocSetContextCreate(TopMemoryContext, "treeshap model cache",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContextSetParent(ctx, cache_context);
+	entry->next = cache_head;
+	cache_head = entry;
+	return entry;
+}
+
+/* Current model for a name, rebuilt when the catalog version moved on. */
+TsCachedModel *
+ts_model_acquire(const char *name)
+{
+	bool		found;
+	int64		version = lookup_version(name, &found);
+	TsCachedModel *entry = find_entry(name);
+
+	if (entry != NULL && (!found || entry->version != version))
+	{
+		retire_entry(entry);
+		entry = NULL;
+	}
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", name),
+				 errhint("Load it with treeshap.load_model().")));
+	if (entry == NULL)
+		entry = build_entry(name, version);
+	entry->pins++;
+	return entry;
+}
+
+/* Drop the caller's pin; a retired entry is freed with its last pin. */
+void
+ts_model_release(TsCachedModel *entry)
+{
+	entry->pins--;
+	if (entry->retired && entry->pins == 0)
+		retire_entry(entry);
+}

@@ -1,0 +1,35 @@
+/*
+ * ts_catalog.h - the model catalog (treeshap.model_store) and the
+ * per-backend cache of parsed models and their path tables.
+ */
+#ifndef TS_CATALOG_H
+#define TS_CATALOG_H
+
+#include "core/ts_paths.h"
+
+typedef struct TsCachedModel TsCachedModel;
+
+struct TsCachedModel
+{
+	TsCachedModel *next;
+	char	   *name;
+	int64		version;		/* treeshap.model_store.version it was built from */
+	MemoryContext context;		/* owns the entry, model and path table */
+	TsModel    *model;
+	TsPathTable *paths;
+	void	   *gpu_plan;		/* TsGpuPlan, built on first GPU use */
+	int			pins;			/* calls using it now; retired entries wait for 0 */
+	bool		retired;
+};
+
+/*
+ * Current version of the named model, parsed and with its path table, pinned
+ * for the caller; SPI must be connected. ERROR if the model does not exist.
+ */
+extern TsCachedModel *ts_model_acquire(const char *name);
+extern void ts_model_release(TsCachedModel *entry);
+
+/* Report a core error as an ERROR with the SQLSTATE of its class. */
+extern void ts_report_core_error(const TsError *err, const char *context) pg_attribute_noreturn();
+
+#endif							/* TS_CATALOG_H */

@@ -1,0 +1,173 @@
+/*
+ * ts_gpu.c - building GPU plans from path tables. No PostgreSQL here: the
+ * extension and the benchmark both use it.
+ */
+#include "gpu/ts_gpu.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gpu/ts_gpu_quad.h"
+#include "core/ts_shap_cpu.h"
+
+/*
+ * A path adds at most |v| * prod(max(1, z)) to any one phi: the Shapley
+ * weights over subsets sum to 1 and every factor is in [0, max(1, z)]. The
+ * sum over paths bounds |phi|; 2^61 / bound leaves headroom in int64.
+ */
+double
+ts_gpu_fixed_scale(const TsPathTable *pt)
+{
+	double		bound = 0.0;
+	int			exponent;
+
+	for (int64_t p = 0; p < pt->num_paths; p++)
+	{
+		double		c = 0.0;
+
+		for (int32_t k = 0; k < pt->value_width; k++)
+			c += fabs(ts_path_value(pt, p, k));
+		for (int64_t e = pt->path_start[p]; e < pt->path_start[p + 1]; e++)
+			if (pt->zero_fraction[e] > 1.0)
+				c *= pt->zero_fraction[e];
+		bound += c;
+	}
+	if (!isfinite(bound))
+		return ldexp(1.0, 61 - 1024);
+	if (bound <= 0.0)
+		bound = 1.0;
+	frexp(bound, &exponent);	/* bound < 2^exponent */
+	return ldexp(1.0, 61 - exponent);
+}
+
+/* Fill the lanes of one path starting at lane first of bin. */
+static void
+fill_path(TsGpuLane *bin, const TsPathTable *pt, int64_t p, int first)
+{
+	int64_t		start = pt->path_start[p];
+	int			len = (int) (pt->path_start[p + 1] - start);
+
+	for (int i = 0; i < len; i++)
+	{
+		TsGpuLane  *l = &bin[first + i];
+
+		l->zero_fraction = pt->zero_fraction[start + i];
+		if (pt->value_width == 1)
+			l->value = pt->path_value[p];
+		else
+			l->value_at = p * pt->value_width;
+		l->lower = pt->lower[start + i];
+		l->upper = pt->upper[start + i];
+		l->feature = pt->feature[start + i];
+		l->group = pt->path_group[p];
+		l->missing = pt->missing[start + i];
+		l->cat = pt->cat[start + i];
+		l->first = (uint8_t) first;
+		l->len = (uint8_t) len;
+	}
+}
+
+TsGpuLane *
+ts_gpu_lanes(const TsPathTable *pt, const TsPacking *pk)
+{
+	TsGpuLane  *lanes = ts_alloc0((size_t) (pk->num_bins > 0 ? pk->num_bins : 1) *
+								  TS_GPU_LANES * sizeof(TsGpuLane));
+
+	for (int64_t b = 0; b < pk->num_bins; b++)
+	{
+		TsGpuLane  *bin = lanes + b * TS_GPU_LANES;
+		int			lane = 0;
+
+		for (int64_t i = pk->bin_start[b]; i < pk->bin_start[b + 1]; i++)
+		{
+			int64_t		p = pk->paths[i];
+
+			fill_path(bin, pt, p, lane);
+			lane += (int) (pt->path_start[p + 1] - pt->path_start[p]);
+		}
+		for (; lane < TS_GPU_LANES; lane++)
+		{
+			bin[lane].feature = TS_GPU_LANE_EMPTY;
+			bin[lane].cat = -1;
+			bin[lane].zero_fraction = 1.0;
+			bin[lane].first = (uint8_t) lane;
+			bin[lane].len = 1;
+		}
+	}
+	return lanes;
+}
+
+TsGpuStatus
+ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out, char *msg, size_t msglen)
+{
+	TsGpuPlan  *plan = ts_alloc0(sizeof(TsGpuPlan));
+	TsGpuTableDesc desc;
+	TsGpuLane  *lanes;
+	TsGpuStatus rc;
+
+	*out = NULL;
+	plan->paths = pt;
+	plan->packing = ts_pack_paths(pt, algo);
+	plan->fixed_scale = ts_gpu_fixed_scale(pt);
+	lanes = ts_gpu_lanes(pt, plan->packing);
+	desc.lanes = lanes;
+	desc.num_bins = plan->packing->num_bins;
+	desc.num_features = pt->num_features;
+	desc.num_outputs = pt->num_outputs;
+	desc.bias = pt->bias;
+	desc.cat_pool = pt->cat_pool;
+	desc.cat_pool_len = pt->cat_pool_len;
+	desc.fixed_scale = plan->fixed_scale;
+	desc.value_width = pt->value_width;
+	desc.values = pt->value_width > 1 ? pt->path_value : NULL;
+	desc.num_values = pt->num_paths * pt->value_width;
+	desc.quad = ts_gpu_quad_build(pt);
+	rc = ts_gpu_table_upload(&desc, &plan->table, msg, msglen);
+	ts_gpu_quad_free((TsGpuQuadDesc *) desc.quad);
+	ts_free(lanes);
+	if (rc != TS_GPU_OK)
+	{
+		ts_pack_free(plan->packing);
+		ts_free(plan);
+		return rc;
+	}
+	*out = plan;
+	return TS_GPU_OK;
+}
+
+void
+ts_gpu_plan_release_device(TsGpuPlan *plan)
+{
+	ts_gpu_table_free(plan->table);
+	plan->table = NULL;
+}
+
+void
+ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, TsShapAlgorithm alg, const float *x, int64_t nrows,
+						   double *phi, double *scratch)
+{
+	const TsPathTable *pt = plan->paths;
+	size_t		row_width = (size_t) pt->num_outputs * (pt->num_features + 1);
+
+	if (plan->packing->num_long == 0)
+		return;
+	for (int64_t r = 0; r < nrows; r++)
+		ts_cpu_shap_add_paths(pt, alg, plan->packing->long_paths, plan->packing->num_long,
+							  x + (size_t) r * pt->num_features, phi + (size_t) r * row_width, scratch);
+}
+
+void
+ts_gpu_plan_add_long_interactions(const TsGpuPlan *plan, const float *x, int64_t nrows,
+								  TsInteractionMethod method, const TsFeatureSelection *sel,
+								  double *out, double *scratch)
+{
+	const TsPathTable *pt = plan->paths;
+	size_t		row_width = (size_t) pt->num_outputs * sel->count * pt->num_features;
+
+	if (plan->packing->num_long == 0)
+		return;
+	for (int64_t r = 0; r < nrows; r++)
+		ts_interactions_add_paths(pt, plan->packing->long_paths, plan->packing->num_long,
+								  x + (size_t) r * pt->num_features, method, sel,
+								  out + (size_t) r * row_width, scratch);
+}
