@@ -166,6 +166,18 @@ RETURNS TABLE (device integer, name text, total_memory bigint, compute_capabilit
 AS 'MODULE_PATHNAME', 'treeshap_gpu_info'
 LANGUAGE C VOLATILE;
 
+-- The GPU service (a background worker, when pg_treeshap is preloaded): its state,
+-- process and starts, one row per GPU it owns (one row of NULL device columns when
+-- it has none), and a message saying why there is no device.
+CREATE FUNCTION treeshap._gpu_status()
+RETURNS TABLE (service text, service_pid integer, service_started timestamptz,
+               service_starts integer, device integer, name text, total_memory bigint,
+               compute_capability text, multiprocessors integer, message text)
+AS 'MODULE_PATHNAME', 'treeshap_gpu_status'
+LANGUAGE C VOLATILE;
+
+CREATE VIEW treeshap.gpu_status AS SELECT * FROM treeshap._gpu_status();
+
 -- Scheduled explanation jobs --------------------------------------------------
 -- explain_into explains the rows of a source table that its target table does
 -- not yet hold for the model's current version, committing batch by batch.

@@ -5,6 +5,8 @@
 # treeshap.device = gpu forced for every session, then compares GPU and CPU
 # output on every fixture (worst deviation, bitwise determinism), and kills
 # explain_into jobs mid-run (test/jobs_check.py, when psycopg2 is importable).
+# With pg_treeshap in shared_preload_libraries, t11_service.sql also checks the
+# GPU service against the devices a backend sees.
 set -u
 cd "$(dirname "$0")/.."
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -17,6 +19,7 @@ make -s PG_CONFIG="$PG_CONFIG" install >/dev/null || exit 1
 psql -X -q -c "DROP EXTENSION IF EXISTS pg_treeshap CASCADE" -c "DROP EXTENSION IF EXISTS pgtap"
 psql -X -At -c "CREATE EXTENSION pg_treeshap" \
      -c "SELECT format('gpu: %s, %s MiB, compute %s, %s SMs', name, total_memory / 1048576, compute_capability, multiprocessors) FROM treeshap.gpu_info()" \
+     -c "SELECT format('gpu service: %s, pid %s, %s', service, service_pid, coalesce(name, message)) FROM treeshap.gpu_status" \
      -c "DROP EXTENSION pg_treeshap"
 
 echo "== force treeshap.device = gpu for every session"

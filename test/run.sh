@@ -12,8 +12,9 @@ bash test/deps.sh
 make -s clean >/dev/null
 make -s -j2 ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA}
 $SUDO make -s install ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA} >/dev/null
-# pg_cron runs scheduled jobs through libpq, here over the cluster's socket
-TS_PG_CONF="shared_preload_libraries = 'pg_cron'
+# pg_cron runs scheduled jobs through libpq, here over the cluster's socket; pg_treeshap
+# preloaded starts its GPU service (with no GPU in CI: it reports none, t11_service.sql)
+TS_PG_CONF="shared_preload_libraries = 'pg_cron, pg_treeshap'
 cron.database_name = 'postgres'
 cron.host = '@CLUSTER@'" source test/cluster.sh
 

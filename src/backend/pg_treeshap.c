@@ -1,21 +1,26 @@
 /*
- * pg_treeshap.c - module entry point. _PG_init only defines settings: CUDA
- * is never touched here (the postmaster may load this library), only lazily
- * in a backend on its first GPU call.
+ * pg_treeshap.c - module entry point. _PG_init defines settings and, while
+ * shared_preload_libraries is processed, registers the GPU service. CUDA is
+ * never touched here (the postmaster loads this library): only in the
+ * service's worker, and lazily in a backend on its first GPU call.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 
 #include "backend/ts_settings.h"
+#include "service/ts_service.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Register settings. */
+/* Register settings, and the GPU service when preloaded. */
 void
 _PG_init(void)
 {
 	ts_settings_init();
+	if (process_shared_preload_libraries_in_progress)
+		ts_service_register();
 }

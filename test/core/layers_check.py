@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The layers of src/ (src/sources.mk), checked from the includes: a file
 includes headers of its own layer and of lower ones only (base < model <
-core < gpu, cuda < backend); PostgreSQL headers only in backend/; no CUDA
+core < gpu, cuda < service < backend); PostgreSQL headers only in service/
+and backend/; no CUDA
 runtime header in a .c file and no PostgreSQL header in cuda/; every file
 of src/ in a layer folder.
 
@@ -12,7 +13,7 @@ import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-RANK = {"base": 0, "model": 1, "core": 2, "gpu": 3, "cuda": 3, "backend": 4}
+RANK = {"base": 0, "model": 1, "core": 2, "gpu": 3, "cuda": 3, "service": 4, "backend": 5}
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
 
 
@@ -46,8 +47,8 @@ def problems_of(path):
         if theirs is not None:
             if RANK[theirs] > RANK[mine]:
                 found.append(f"{rel}: includes {name}, a layer above ({theirs} over {mine})")
-        elif quote == '"' and mine not in ("backend",):
-            found.append(f"{rel}: includes {name}, a PostgreSQL header outside backend/")
+        elif quote == '"' and mine not in ("service", "backend"):
+            found.append(f"{rel}: includes {name}, a PostgreSQL header outside service/ and backend/")
         elif name.startswith("cuda") and path.endswith(".c"):
             found.append(f"{rel}: includes the CUDA header {name} in C")
     return found

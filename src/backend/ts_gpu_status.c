@@ -1,0 +1,68 @@
+/*
+ * ts_gpu_status.c - treeshap._gpu_status(), behind the view
+ * treeshap.gpu_status: the GPU service's state and its devices, read from
+ * shared memory (no CUDA call in the backend). One row per device, or one
+ * row with NULL device columns when the service has none or is not loaded.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "service/ts_service.h"
+
+#define GPU_STATUS_COLUMNS 10
+
+PG_FUNCTION_INFO_V1(treeshap_gpu_status);
+
+/* One row: the service's columns, then device i's (NULL when i < 0). */
+static void
+put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, int i)
+{
+	Datum		values[GPU_STATUS_COLUMNS];
+	bool		nulls[GPU_STATUS_COLUMNS];
+	const TsGpuDeviceInfo *d = i >= 0 ? &st->devices[i] : NULL;
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = CStringGetTextDatum(ts_service_state_name(st->state));
+	values[1] = Int32GetDatum(st->pid);
+	nulls[1] = st->pid == 0;
+	values[2] = TimestampTzGetDatum(st->started_at);
+	nulls[2] = st->pid == 0;
+	values[3] = Int32GetDatum(st->starts);
+	nulls[3] = st->state == TS_SERVICE_NOT_LOADED;
+	if (d != NULL)
+	{
+		values[4] = Int32GetDatum(d->index);
+		values[5] = CStringGetTextDatum(d->name);
+		values[6] = Int64GetDatum(d->total_memory);
+		values[7] = CStringGetTextDatum(psprintf("%d.%d", d->compute_major, d->compute_minor));
+		values[8] = Int32GetDatum(d->multiprocessors);
+	}
+	else
+		nulls[4] = nulls[5] = nulls[6] = nulls[7] = nulls[8] = true;
+	values[9] = CStringGetTextDatum(st->state == TS_SERVICE_NOT_LOADED
+									? "add pg_treeshap to shared_preload_libraries and restart the server"
+									: st->message);
+	nulls[9] = st->state != TS_SERVICE_NOT_LOADED && st->message[0] == '\0';
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* treeshap._gpu_status(): service, pid, started, starts, then the device columns and a message. */
+Datum
+treeshap_gpu_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TsServiceStatus st;
+
+	InitMaterializedSRF(fcinfo, 0);
+	ts_service_status(&st);
+	if (st.num_devices == 0)
+		put_row(rsinfo, &st, -1);
+	for (int i = 0; i < st.num_devices; i++)
+		put_row(rsinfo, &st, i);
+	return (Datum) 0;
+}

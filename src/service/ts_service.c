@@ -1,0 +1,126 @@
+/*
+ * ts_service.c - the GPU service's registration and shared state. The
+ * postmaster runs this part only: it asks for a few kilobytes of shared
+ * memory and one lock, and registers the worker, which the postmaster
+ * restarts one second after it exits abnormally.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+
+#include "service/ts_service.h"
+
+#define TS_SERVICE_SHMEM_NAME "pg_treeshap service"
+
+typedef struct TsServiceShared
+{
+	LWLock	   *lock;
+	TsServiceStatus status;
+} TsServiceShared;
+
+static TsServiceShared *shared = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Ask for the shared state and its lock (postmaster, while preloading). */
+static void
+service_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(TsServiceShared)));
+	RequestNamedLWLockTranche(TS_SERVICE_SHMEM_NAME, 1);
+}
+
+/* Create the shared state, or find it (every start of the shared memory). */
+static void
+service_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct(TS_SERVICE_SHMEM_NAME, sizeof(TsServiceShared), &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(*shared));
+		shared->lock = &(GetNamedLWLockTranche(TS_SERVICE_SHMEM_NAME))->lock;
+		shared->status.state = TS_SERVICE_STARTING;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+ts_service_register(void)
+{
+	BackgroundWorker worker;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = service_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = service_shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	/* a connection to no database: it shows in pg_stat_activity and takes signals */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	/* a hot standby explains read-only queries too */
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_treeshap");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ts_service_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, TS_SERVICE_WORKER_NAME);
+	snprintf(worker.bgw_type, BGW_MAXLEN, TS_SERVICE_WORKER_NAME);
+	RegisterBackgroundWorker(&worker);
+}
+
+void
+ts_service_status(TsServiceStatus *out)
+{
+	if (shared == NULL)
+	{
+		memset(out, 0, sizeof(*out));
+		out->state = TS_SERVICE_NOT_LOADED;
+		return;
+	}
+	LWLockAcquire(shared->lock, LW_SHARED);
+	*out = shared->status;
+	LWLockRelease(shared->lock);
+}
+
+/* Publish the worker's state; a new pid counts as one more start. */
+void
+ts_service_publish(const TsServiceStatus *st)
+{
+	int			starts;
+
+	Assert(shared != NULL);
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	starts = shared->status.starts + (st->pid != 0 && st->pid != shared->status.pid ? 1 : 0);
+	shared->status = *st;
+	shared->status.starts = starts;
+	LWLockRelease(shared->lock);
+}
+
+const char *
+ts_service_state_name(TsServiceState state)
+{
+	switch (state)
+	{
+		case TS_SERVICE_NOT_LOADED:
+			return "not loaded";
+		case TS_SERVICE_STARTING:
+			return "starting";
+		case TS_SERVICE_READY:
+			return "ready";
+		case TS_SERVICE_NO_DEVICE:
+			return "no device";
+		case TS_SERVICE_STOPPED:
+			return "stopped";
+	}
+	return "unknown";
+}

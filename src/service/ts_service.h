@@ -1,0 +1,59 @@
+/*
+ * ts_service.h - the GPU service: a background worker, registered when
+ * pg_treeshap is in shared_preload_libraries, that owns the server's GPUs
+ * (one CUDA context per device; issue 16 moves every backend's GPU work
+ * into it). Its state lives in a small shared-memory struct that any
+ * backend can read. The postmaster only registers the worker and the
+ * memory: CUDA is initialised in the worker's own process, never in the
+ * postmaster or _PG_init.
+ */
+#ifndef TS_SERVICE_H
+#define TS_SERVICE_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+
+#include "cuda/ts_cuda.h"
+
+#define TS_SERVICE_MAX_DEVICES 16
+#define TS_SERVICE_WORKER_NAME "pg_treeshap gpu service"
+
+/* What the service is doing, as treeshap.gpu_status shows it. */
+typedef enum TsServiceState
+{
+	TS_SERVICE_NOT_LOADED = 0,	/* pg_treeshap is not in shared_preload_libraries */
+	TS_SERVICE_STARTING,		/* registered; the worker has not probed the GPUs yet */
+	TS_SERVICE_READY,			/* running, with at least one GPU */
+	TS_SERVICE_NO_DEVICE,		/* running, but no usable GPU (or a build without CUDA) */
+	TS_SERVICE_STOPPED			/* exited; the postmaster restarts it */
+} TsServiceState;
+
+/* A consistent copy of the service's shared state. */
+typedef struct TsServiceStatus
+{
+	TsServiceState state;
+	int			pid;			/* 0 while no worker runs */
+	TimestampTz started_at;		/* when the running worker started */
+	int			starts;			/* workers started since the server started */
+	int			num_devices;
+	TsGpuDeviceInfo devices[TS_SERVICE_MAX_DEVICES];
+	char		message[256];	/* why there is no device, when there is none */
+} TsServiceStatus;
+
+/* From _PG_init while preloading: ask for shared memory and register the worker. */
+extern void ts_service_register(void);
+
+/* The service's state now (TS_SERVICE_NOT_LOADED when not preloaded). */
+extern void ts_service_status(TsServiceStatus *out);
+
+/* The state's name: "not loaded", "starting", "ready", "no device", "stopped". */
+extern const char *ts_service_state_name(TsServiceState state);
+
+/* The worker's entry point (bgw_function_name). */
+extern PGDLLEXPORT void ts_service_main(Datum arg);
+
+/* Shared state, for the worker (ts_service_worker.c). */
+extern void ts_service_publish(const TsServiceStatus *st);
+
+#endif							/* TS_SERVICE_H */
