@@ -166,12 +166,14 @@ RETURNS TABLE (device integer, name text, total_memory bigint, compute_capabilit
 AS 'MODULE_PATHNAME', 'treeshap_gpu_info'
 LANGUAGE C VOLATILE;
 
--- The GPU service (a background worker, when pg_treeshap is preloaded): its state,
--- process and starts, one row per GPU it owns (one row of NULL device columns when
--- it has none), and a message saying why there is no device.
+-- The GPU service (when pg_treeshap is preloaded): its state, its worker (a
+-- background worker) and the executor process that worker forks to own the GPUs,
+-- one row per GPU (one row of NULL device columns when there is none), and a
+-- message saying why there is no device.
 CREATE FUNCTION treeshap._gpu_status()
 RETURNS TABLE (service text, service_pid integer, service_started timestamptz,
-               service_starts integer, device integer, name text, total_memory bigint,
+               service_starts integer, executor_pid integer, executor_starts integer,
+               device integer, name text, total_memory bigint,
                compute_capability text, multiprocessors integer, message text)
 AS 'MODULE_PATHNAME', 'treeshap_gpu_status'
 LANGUAGE C VOLATILE;

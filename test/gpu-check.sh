@@ -42,6 +42,13 @@ echo "$out" | grep -v '^$'
 echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
 
+echo "== the GPU service's executor killed with SIGKILL (when pg_treeshap is preloaded)"
+if psql -X -At -c "SHOW shared_preload_libraries" | grep -q pg_treeshap; then
+  bash test/service_check.sh || status=1
+else
+  echo "pg_treeshap is not preloaded: skipped"
+fi
+
 echo "== explain_into stopped mid-run (terminate, cancel, SIGKILL) and resumed, on the GPU"
 if python3 -c "import psycopg2" 2>/dev/null; then
   TS_JOBS_ROWS=${TS_JOBS_ROWS:-400000} TS_JOBS_BATCH=${TS_JOBS_BATCH:-5000} python3 test/jobs_check.py || status=1

@@ -26,6 +26,9 @@ echo "== pgTAP"
 psql -X -q -c "CREATE EXTENSION IF NOT EXISTS pgtap" -c "CREATE EXTENSION IF NOT EXISTS pg_treeshap"
 pg_prove test/t*.sql || status=1
 
+echo "== the GPU service: its executor killed with SIGKILL costs no session and is replaced"
+bash test/service_check.sh || status=1
+
 echo "== oracle: fresh XGBoost models against pred_contribs"
 /usr/bin/python3 test/oracle_check.py || status=1
 if [ -n "${TS_EXTRA_PYTHON:-}" ]; then "$TS_EXTRA_PYTHON" test/oracle_check.py || status=1; fi

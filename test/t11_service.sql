@@ -28,10 +28,10 @@ BEGIN
 END $$;
 
 CREATE TEMP TABLE before AS
-SELECT pg_temp.service_other_than(NULL) AS pid,
+SELECT CASE WHEN pg_temp.preloaded() THEN pg_temp.service_other_than(NULL) END AS pid,
        (SELECT service_starts FROM treeshap.gpu_status LIMIT 1) AS starts;
 \set QUIET 0
-SELECT plan(9);
+SELECT plan(10);
 
 SELECT is((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status),
           CASE WHEN pg_temp.preloaded()
@@ -46,6 +46,13 @@ SELECT is((SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'pg_t
 SELECT CASE WHEN pg_temp.preloaded() THEN
   is((SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_treeshap gpu service'),
      (SELECT pid FROM before), 'gpu_status names the service process')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  ok((SELECT executor_pid IS NOT NULL AND executor_pid <> service_pid
+             AND executor_pid NOT IN (SELECT pid FROM pg_stat_activity)
+        FROM treeshap.gpu_status LIMIT 1),
+     'the GPUs belong to an executor process of the service, not to a server process')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
 SELECT is((SELECT array_agg(ROW(device, name, total_memory, compute_capability, multiprocessors)::text

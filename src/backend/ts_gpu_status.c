@@ -1,7 +1,8 @@
 /*
  * ts_gpu_status.c - treeshap._gpu_status(), behind the view
- * treeshap.gpu_status: the GPU service's state and its devices, read from
- * shared memory (no CUDA call in the backend). One row per device, or one
+ * treeshap.gpu_status: the GPU service's state, its worker and executor
+ * processes and its devices, read from shared memory (no CUDA call in the
+ * backend). One row per device, or one
  * row with NULL device columns when the service has none or is not loaded.
  */
 #include "postgres.h"
@@ -14,7 +15,7 @@
 
 #include "service/ts_service.h"
 
-#define GPU_STATUS_COLUMNS 10
+#define GPU_STATUS_COLUMNS 12
 
 PG_FUNCTION_INFO_V1(treeshap_gpu_status);
 
@@ -34,24 +35,28 @@ put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, int i)
 	nulls[2] = st->pid == 0;
 	values[3] = Int32GetDatum(st->starts);
 	nulls[3] = st->state == TS_SERVICE_NOT_LOADED;
+	values[4] = Int32GetDatum(st->executor_pid);
+	nulls[4] = st->executor_pid == 0;
+	values[5] = Int32GetDatum(st->executor_starts);
+	nulls[5] = st->pid == 0;
 	if (d != NULL)
 	{
-		values[4] = Int32GetDatum(d->index);
-		values[5] = CStringGetTextDatum(d->name);
-		values[6] = Int64GetDatum(d->total_memory);
-		values[7] = CStringGetTextDatum(psprintf("%d.%d", d->compute_major, d->compute_minor));
-		values[8] = Int32GetDatum(d->multiprocessors);
+		values[6] = Int32GetDatum(d->index);
+		values[7] = CStringGetTextDatum(d->name);
+		values[8] = Int64GetDatum(d->total_memory);
+		values[9] = CStringGetTextDatum(psprintf("%d.%d", d->compute_major, d->compute_minor));
+		values[10] = Int32GetDatum(d->multiprocessors);
 	}
 	else
-		nulls[4] = nulls[5] = nulls[6] = nulls[7] = nulls[8] = true;
-	values[9] = CStringGetTextDatum(st->state == TS_SERVICE_NOT_LOADED
-									? "add pg_treeshap to shared_preload_libraries and restart the server"
-									: st->message);
-	nulls[9] = st->state != TS_SERVICE_NOT_LOADED && st->message[0] == '\0';
+		nulls[6] = nulls[7] = nulls[8] = nulls[9] = nulls[10] = true;
+	values[11] = CStringGetTextDatum(st->state == TS_SERVICE_NOT_LOADED
+									 ? "add pg_treeshap to shared_preload_libraries and restart the server"
+									 : st->message);
+	nulls[11] = st->state != TS_SERVICE_NOT_LOADED && st->message[0] == '\0';
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* treeshap._gpu_status(): service, pid, started, starts, then the device columns and a message. */
+/* treeshap._gpu_status(): the worker's and the executor's columns, a device's, a message. */
 Datum
 treeshap_gpu_status(PG_FUNCTION_ARGS)
 {

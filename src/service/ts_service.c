@@ -92,7 +92,6 @@ ts_service_status(TsServiceStatus *out)
 	LWLockRelease(shared->lock);
 }
 
-/* Publish the worker's state; a new pid counts as one more start. */
 void
 ts_service_publish(const TsServiceStatus *st)
 {

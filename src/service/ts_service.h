@@ -1,11 +1,11 @@
 /*
  * ts_service.h - the GPU service: a background worker, registered when
- * pg_treeshap is in shared_preload_libraries, that owns the server's GPUs
- * (one CUDA context per device; issue 16 moves every backend's GPU work
- * into it). Its state lives in a small shared-memory struct that any
- * backend can read. The postmaster only registers the worker and the
- * memory: CUDA is initialised in the worker's own process, never in the
- * postmaster or _PG_init.
+ * pg_treeshap is in shared_preload_libraries, and the executor process it
+ * forks, which owns the server's GPUs (issue 16 moves every backend's GPU
+ * work into it). Their state lives in a small shared-memory struct that
+ * any backend can read. The postmaster only registers the worker and the
+ * memory: CUDA is initialised in the executor, never in the postmaster,
+ * _PG_init or the worker.
  */
 #ifndef TS_SERVICE_H
 #define TS_SERVICE_H
@@ -23,7 +23,7 @@
 typedef enum TsServiceState
 {
 	TS_SERVICE_NOT_LOADED = 0,	/* pg_treeshap is not in shared_preload_libraries */
-	TS_SERVICE_STARTING,		/* registered; the worker has not probed the GPUs yet */
+	TS_SERVICE_STARTING,		/* no executor has reported its GPUs yet */
 	TS_SERVICE_READY,			/* running, with at least one GPU */
 	TS_SERVICE_NO_DEVICE,		/* running, but no usable GPU (or a build without CUDA) */
 	TS_SERVICE_STOPPED			/* exited; the postmaster restarts it */
@@ -36,6 +36,8 @@ typedef struct TsServiceStatus
 	int			pid;			/* 0 while no worker runs */
 	TimestampTz started_at;		/* when the running worker started */
 	int			starts;			/* workers started since the server started */
+	int			executor_pid;	/* the process that owns the GPUs (0: none) */
+	int			executor_starts;	/* executors the running worker has started */
 	int			num_devices;
 	TsGpuDeviceInfo devices[TS_SERVICE_MAX_DEVICES];
 	char		message[256];	/* why there is no device, when there is none */
@@ -53,7 +55,7 @@ extern const char *ts_service_state_name(TsServiceState state);
 /* The worker's entry point (bgw_function_name). */
 extern PGDLLEXPORT void ts_service_main(Datum arg);
 
-/* Shared state, for the worker (ts_service_worker.c). */
+/* Publish the worker's state (ts_service_worker.c); a new pid counts as one more start. */
 extern void ts_service_publish(const TsServiceStatus *st);
 
 #endif							/* TS_SERVICE_H */

@@ -1,11 +1,15 @@
 /*
- * ts_service_worker.c - the GPU service's process: it probes the GPUs
- * (initialising CUDA here, in its own process), publishes what it found,
- * then sleeps on its latch until it is told to stop or the postmaster dies.
- * SIGTERM ends it through the usual interrupt path; it exits with status 1,
- * so the postmaster starts a fresh one a second later.
+ * ts_service_worker.c - the GPU service's worker, a postmaster child that
+ * never touches CUDA: it forks the executor (ts_executor.h), which owns the
+ * GPUs, publishes what the executor reports, and forks a new one a second
+ * after the last one dies, whatever killed it. It sleeps on its latch, the
+ * executor's pipe and postmaster death, never polling. SIGTERM ends it
+ * through the usual interrupt path, with status 1, so the postmaster starts
+ * a fresh worker a second later; the executor dies with it.
  */
 #include "postgres.h"
+
+#include <unistd.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -16,49 +20,123 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "service/ts_executor.h"
 #include "service/ts_service.h"
 
-/* Fill st's devices, or say why there are none. */
-static void
-probe_devices(TsServiceStatus *st)
-{
-#ifdef TS_WITH_CUDA
-	int			count = 0;
-	TsGpuStatus rc = ts_gpu_device_count(&count, st->message, sizeof(st->message));
+/* Delay before a dead executor is replaced: a GPU that kills it at once costs little. */
+#define EXECUTOR_RESTART_MS 1000
 
-	for (int i = 0; rc == TS_GPU_OK && i < count && st->num_devices < TS_SERVICE_MAX_DEVICES; i++)
-	{
-		if (ts_gpu_device_info(i, &st->devices[st->num_devices], st->message, sizeof(st->message)) != TS_GPU_OK)
-			break;
-		st->num_devices++;
-	}
-	/* no driver, or a driver that sees no GPU, is not an error: say which */
-	if (st->num_devices == 0 && st->message[0] == '\0')
-		snprintf(st->message, sizeof(st->message), "no GPU is visible to the CUDA runtime");
-#else
-	snprintf(st->message, sizeof(st->message), "pg_treeshap was built without CUDA");
-#endif
-	st->state = st->num_devices > 0 ? TS_SERVICE_READY : TS_SERVICE_NO_DEVICE;
-	if (st->num_devices > 0)
-		st->message[0] = '\0';
-}
+static TsExecutor executor = {0, -1, NULL};
 
-/* On exit: no worker runs until the postmaster starts the next one. */
+/* On exit: stop the executor; no service runs until the postmaster starts the next. */
 static void
 service_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
 	TsServiceStatus st;
 
+	ts_executor_stop(&executor);
 	ts_service_status(&st);
 	st.state = TS_SERVICE_STOPPED;
 	st.pid = 0;
+	st.executor_pid = 0;
 	ts_service_publish(&st);
+}
+
+/* Fork an executor; on failure try again after the restart delay. */
+static void
+start_executor(TsServiceStatus *st, TimestampTz *next_start)
+{
+	if (!ts_executor_start(&executor))
+	{
+		elog(LOG, "%s could not start its executor: %m", TS_SERVICE_WORKER_NAME);
+		*next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), EXECUTOR_RESTART_MS);
+		return;
+	}
+	st->state = TS_SERVICE_STARTING;
+	st->executor_pid = executor.pid;
+	st->executor_starts++;
+	ts_service_publish(st);
+}
+
+/* The executor reported ready: publish its devices. */
+static void
+executor_ready(TsServiceStatus *st)
+{
+	const TsExecutorReport *r = executor.report;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	st->num_devices = Min(r->num_devices, TS_SERVICE_MAX_DEVICES);
+	memcpy(st->devices, r->devices, sizeof(TsGpuDeviceInfo) * st->num_devices);
+	strlcpy(st->message, r->message, sizeof(st->message));
+	st->state = st->num_devices > 0 ? TS_SERVICE_READY : TS_SERVICE_NO_DEVICE;
+	ts_service_publish(st);
+	elog(LOG, "%s ready (executor pid %d): %d device(s)%s%s", TS_SERVICE_WORKER_NAME,
+		 (int) executor.pid, st->num_devices, st->message[0] ? "; " : "", st->message);
+}
+
+/* The executor's pipe closed: it died; reap it and schedule the next. */
+static void
+executor_gone(TsServiceStatus *st, TimestampTz *next_start)
+{
+	pid_t		pid = executor.pid;
+	int			status = ts_executor_reap(&executor);
+
+	if (WIFSIGNALED(status))
+		elog(LOG, "%s executor (pid %d) was terminated by signal %d", TS_SERVICE_WORKER_NAME,
+			 (int) pid, WTERMSIG(status));
+	else
+		elog(LOG, "%s executor (pid %d) exited with status %d", TS_SERVICE_WORKER_NAME,
+			 (int) pid, WEXITSTATUS(status));
+	st->state = TS_SERVICE_STARTING;
+	st->executor_pid = 0;
+	st->num_devices = 0;
+	st->message[0] = '\0';
+	ts_service_publish(st);
+	*next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), EXECUTOR_RESTART_MS);
+}
+
+/* A byte on the pipe is "ready"; end of file (or an error) is a dead executor. */
+static void
+executor_event(TsServiceStatus *st, TimestampTz *next_start)
+{
+	char		byte;
+	ssize_t		n = read(executor.pipe_fd, &byte, 1);
+
+	if (n == 1)
+		executor_ready(st);
+	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+		executor_gone(st, next_start);
+}
+
+/* Sleep until the latch, the executor's pipe, the restart time or postmaster death. */
+static void
+wait_for_event(TsServiceStatus *st, TimestampTz *next_start)
+{
+	WaitEventSet *set = CreateWaitEventSet(CurrentMemoryContext, 3);
+	WaitEvent	event;
+	long		timeout = -1;
+
+	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	if (executor.pid > 0)
+		AddWaitEventToSet(set, WL_SOCKET_READABLE, executor.pipe_fd, NULL, NULL);
+	else
+		timeout = Max(0, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), *next_start));
+	if (WaitEventSetWait(set, timeout, &event, 1, PG_WAIT_EXTENSION) == 1)
+	{
+		if (event.events & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		if (event.events & WL_SOCKET_READABLE)
+			executor_event(st, next_start);
+	}
+	FreeWaitEventSet(set);
 }
 
 void
 ts_service_main(Datum arg pg_attribute_unused())
 {
 	TsServiceStatus st;
+	TimestampTz next_start = 0;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -68,17 +146,18 @@ ts_service_main(Datum arg pg_attribute_unused())
 	st.pid = MyProcPid;
 	st.started_at = GetCurrentTimestamp();
 	ts_service_publish(&st);
+	executor.report = ts_executor_map_report();
+	if (executor.report == NULL)
+		ereport(FATAL,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("%s could not map its executor's report: %m", TS_SERVICE_WORKER_NAME)));
 	before_shmem_exit(service_exit, (Datum) 0);
-
-	probe_devices(&st);
-	ts_service_publish(&st);
-	elog(LOG, "%s started: %s, %d device(s)%s%s", TS_SERVICE_WORKER_NAME,
-		 ts_service_state_name(st.state), st.num_devices, st.message[0] ? ": " : "", st.message);
 
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		if (executor.pid == 0 && GetCurrentTimestamp() >= next_start)
+			start_executor(&st, &next_start);
+		wait_for_event(&st, &next_start);
 		CHECK_FOR_INTERRUPTS();
 	}
 }

@@ -1,0 +1,39 @@
+#!/bin/bash
+# The GPU service's executor killed with SIGKILL: the executor holds the CUDA
+# contexts and is not a postmaster child, so its death must cost no session
+# (the postmaster would end them all for one of its own children), and the
+# worker must fork a new executor that reports its devices again. Needs a
+# running server with pg_treeshap preloaded (test/run.sh, test/gpu-check.sh)
+# and the right to kill the server's processes (root, or the server's user).
+set -u
+q() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
+status=0
+check() { if [ "$1" = 0 ]; then echo "ok: $2"; else echo "FAIL: $2"; status=1; fi; }
+
+q "CREATE EXTENSION IF NOT EXISTS pg_treeshap" >/dev/null
+IFS='|' read -r worker executor starts state <<<"$(q "SELECT service_pid, executor_pid, executor_starts, service FROM treeshap.gpu_status LIMIT 1")"
+[ -n "$executor" ] || { echo "FAIL: no executor (service: $state)"; exit 1; }
+devices=$(q "SELECT count(device) FROM treeshap.gpu_status")
+other=$(mktemp)
+psql -X -At -c "SELECT pg_sleep(3)::text || 'still connected'" >"$other" 2>&1 &
+sleep 0.5
+t0=$(date +%s.%N)
+kill -9 "$executor"
+for _ in $(seq 100); do
+  IFS='|' read -r w2 e2 s2 st2 <<<"$(q "SELECT service_pid, executor_pid, executor_starts, service FROM treeshap.gpu_status LIMIT 1")"
+  [ -n "$e2" ] && [ "$e2" != "$executor" ] && [ "$st2" != starting ] && break
+  sleep 0.1
+done
+t1=$(date +%s.%N)
+wait
+check "$([ -n "$e2" ] && [ "$e2" != "$executor" ] && echo 0 || echo 1)" \
+  "a new executor replaced the killed one (pid $executor -> ${e2:-none}, $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s)"
+check "$([ "$w2" = "$worker" ] && echo 0 || echo 1)" "the worker survived (pid $worker -> $w2)"
+check "$([ "$s2" = $((starts + 1)) ] && echo 0 || echo 1)" "one more executor start ($starts -> $s2)"
+check "$([ "$st2" = "$state" ] && [ "$(q "SELECT count(device) FROM treeshap.gpu_status")" = "$devices" ] && echo 0 || echo 1)" \
+  "the new executor found the same devices (service $st2, $devices device row(s))"
+check "$(grep -q "still connected" "$other" && echo 0 || echo 1)" \
+  "another session kept its connection: $(tr '\n' ' ' <"$other")"
+rm -f "$other"
+echo "service-check: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
