@@ -180,6 +180,15 @@ LANGUAGE C VOLATILE;
 
 CREATE VIEW treeshap.gpu_status AS SELECT * FROM treeshap._gpu_status();
 
+-- A request through the GPU service to its executor, which waits wait_ms first; the
+-- round trip in milliseconds. A diagnostic: a long wait holds the executor, so only
+-- roles granted it may call it.
+CREATE FUNCTION treeshap._service_ping(wait_ms integer DEFAULT 0)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'treeshap_service_ping'
+LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION treeshap._service_ping(integer) FROM PUBLIC;
+
 -- Scheduled explanation jobs --------------------------------------------------
 -- explain_into explains the rows of a source table that its target table does
 -- not yet hold for the model's current version, committing batch by batch.

@@ -15,7 +15,8 @@ TS_MODEL_SRCS = model/ts_json.c model/ts_ubjson.c model/ts_model.c model/ts_catd
 TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_interactions.c \
     core/ts_pack.c
 TS_GPU_SRCS = gpu/ts_gpu.c gpu/ts_gpu_quad.c
-TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_executor.c
+TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_service_relay.c \
+    service/ts_service_request.c service/ts_executor.c
 TS_BACKEND_SRCS = backend/pg_treeshap.c backend/ts_settings.c backend/ts_alloc_pg.c \
     backend/ts_catalog.c backend/ts_batch.c backend/ts_explain.c backend/ts_gpu_pg.c \
     backend/ts_gpu_info.c backend/ts_gpu_status.c backend/ts_jobs.c

@@ -35,5 +35,23 @@ check "$([ "$st2" = "$state" ] && [ "$(q "SELECT count(device) FROM treeshap.gpu
 check "$(grep -q "still connected" "$other" && echo 0 || echo 1)" \
   "another session kept its connection: $(tr '\n' ' ' <"$other")"
 rm -f "$other"
+
+# a request on the executor when it dies ends in an ERROR within a second of the kill
+e3=$(q "SELECT executor_pid FROM treeshap.gpu_status LIMIT 1")
+err=$(mktemp)
+(sleep 0.5; kill -9 "$e3"; date +%s.%N >"$err.kill") &
+psql -X -At -c "SELECT treeshap._service_ping(10000)" >"$err" 2>&1
+t_err=$(date +%s.%N)
+wait
+delay=$(awk "BEGIN { printf \"%.2f\", $t_err - $(cat "$err.kill") }")
+check "$(grep -q "killed by signal 9 during this request" "$err" && awk "BEGIN { exit !($delay < 1.0) }" && echo 0 || echo 1)" \
+  "a request in flight when the executor died ended with an error ${delay} s after the kill: $(tr '\n' ' ' <"$err")"
+for _ in $(seq 50); do
+  [ "$(q "SELECT executor_pid IS NOT NULL AND service <> 'starting' FROM treeshap.gpu_status LIMIT 1")" = t ] && break
+  sleep 0.1
+done
+check "$(q "SELECT treeshap._service_ping(0) < 100" 2>/dev/null | grep -qx t && echo 0 || echo 1)" \
+  "the next executor answers the next request"
+rm -f "$err" "$err.kill"
 echo "service-check: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -27,11 +27,22 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- milliseconds until a request of wait_ms is canceled (pgTAP's throws_ok cannot catch 57014)
+CREATE FUNCTION pg_temp.canceled_after(wait_ms integer) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+  t0 timestamptz := clock_timestamp();
+BEGIN
+  PERFORM treeshap._service_ping(wait_ms);
+  RETURN NULL;
+EXCEPTION WHEN query_canceled THEN
+  RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
+END $$;
+
 CREATE TEMP TABLE before AS
 SELECT CASE WHEN pg_temp.preloaded() THEN pg_temp.service_other_than(NULL) END AS pid,
        (SELECT service_starts FROM treeshap.gpu_status LIMIT 1) AS starts;
 \set QUIET 0
-SELECT plan(10);
+SELECT plan(14);
 
 SELECT is((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status),
           CASE WHEN pg_temp.preloaded()
@@ -87,5 +98,26 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
      ARRAY[CASE WHEN EXISTS (SELECT 1 FROM treeshap.gpu_info()) THEN 'ready' ELSE 'no device' END],
      'the restarted service found its devices again')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+-- requests through the service (treeshap._service_ping: the executor waits, then answers)
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  cmp_ok(treeshap._service_ping(50), '>=', 50::float8, 'a request reaches the executor and comes back')
+  ELSE throws_ok('SELECT treeshap._service_ping(0)', '55000', 'the GPU service is not running',
+                 'without preloading a request is refused with 55000') END;
+
+SET statement_timeout = '200ms';
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  cmp_ok(pg_temp.canceled_after(5000), '<', 1000::float8,
+         'statement_timeout (200 ms) ends a request of 5 s that waits on the service within a second')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+RESET statement_timeout;
+
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  cmp_ok(treeshap._service_ping(0), '<', 100::float8,
+         'the abandoned request was stopped: the next one is answered at once')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+SELECT is(has_function_privilege('public', 'treeshap._service_ping(integer)', 'EXECUTE'), false,
+          'only roles granted it may hold the executor with _service_ping');
 
 SELECT * FROM finish();

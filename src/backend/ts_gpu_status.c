@@ -2,7 +2,7 @@
  * ts_gpu_status.c - treeshap._gpu_status(), behind the view
  * treeshap.gpu_status: the GPU service's state, its worker and executor
  * processes and its devices, read from shared memory (no CUDA call in the
- * backend). One row per device, or one
+ * backend); and treeshap._service_ping(), a round trip to the executor. One row per device, or one
  * row with NULL device columns when the service has none or is not loaded.
  */
 #include "postgres.h"
@@ -18,6 +18,7 @@
 #define GPU_STATUS_COLUMNS 12
 
 PG_FUNCTION_INFO_V1(treeshap_gpu_status);
+PG_FUNCTION_INFO_V1(treeshap_service_ping);
 
 /* One row: the service's columns, then device i's (NULL when i < 0). */
 static void
@@ -70,4 +71,15 @@ treeshap_gpu_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < st.num_devices; i++)
 		put_row(rsinfo, &st, i);
 	return (Datum) 0;
+}
+
+/*
+ * treeshap._service_ping(wait_ms): a request through the GPU service to its
+ * executor, which waits wait_ms before answering; the round trip in ms. A
+ * diagnostic of the request path (queue, latches, failures, cancel).
+ */
+Datum
+treeshap_service_ping(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_FLOAT8(ts_service_ping(PG_GETARG_INT32(0)));
 }

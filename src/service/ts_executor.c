@@ -1,9 +1,11 @@
 /*
- * ts_executor.c - forking and reaping the CUDA executor (ts_executor.h).
+ * ts_executor.c - forking and reaping the CUDA executor (ts_executor.h),
+ * and its request loop.
  * The child runs plain C only: async-signal-safe calls until it resets its
  * signals, then the CUDA runtime through cuda/ts_cuda.h, never PostgreSQL.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "service/ts_executor.h"
@@ -64,53 +67,207 @@ probe(TsExecutorReport *r)
 #endif
 }
 
-/* The child: probe, report ready, wait to be killed (requests come in a later part). */
-static void
-executor_main(TsExecutorReport *r, int fd, pid_t parent)
+/* Write one whole message; false when the reader is gone. */
+static bool
+send_msg(int fd, const TsExecMsg *msg)
 {
-	char		ready = 'R';
+	ssize_t		n;
+
+	do
+		n = write(fd, msg, sizeof(*msg));
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t) sizeof(*msg);
+}
+
+/* Read one whole message; false at end of file (the worker is gone). */
+static bool
+read_msg(int fd, TsExecMsg *msg)
+{
+	size_t		got = 0;
+
+	while (got < sizeof(*msg))
+	{
+		ssize_t		n = read(fd, (char *) msg + got, sizeof(*msg) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		got += (size_t) n;
+	}
+	return true;
+}
+
+/*
+ * Requests read but not yet served: the executor reads its pipe while it
+ * works, to see cancellations, so others that arrive meanwhile wait here.
+ */
+#define BACKLOG 4096
+
+typedef struct Backlog
+{
+	TsExecMsg	msg[BACKLOG];
+	int			head;
+	int			count;
+	bool		closed;			/* the worker is gone */
+} Backlog;
+
+static Backlog backlog;
+
+/* Read one message into the backlog, or note a cancellation of the current request. */
+static void
+take_message(int in_fd, const TsExecMsg *current, bool *cancelled)
+{
+	TsExecMsg	msg;
+
+	if (!read_msg(in_fd, &msg))
+	{
+		backlog.closed = true;
+		return;
+	}
+	if (msg.kind == TS_EXEC_CANCEL)
+	{
+		if (current != NULL && msg.slot == current->slot && msg.seq == current->seq)
+			*cancelled = true;
+		/* a cancellation of a request still in the backlog: answer it unserved */
+		for (int i = 0; i < backlog.count; i++)
+		{
+			TsExecMsg  *m = &backlog.msg[(backlog.head + i) % BACKLOG];
+
+			if (m->slot == msg.slot && m->seq == msg.seq)
+				m->arg = 0;
+		}
+		return;
+	}
+	if (backlog.count < BACKLOG)
+		backlog.msg[(backlog.head + backlog.count++) % BACKLOG] = msg;
+}
+
+/* A ping: wait ms milliseconds, reading the pipe meanwhile; false when cancelled. */
+static bool
+ping_wait(int in_fd, const TsExecMsg *current, int ms)
+{
+	struct timespec now,
+				end;
+	bool		cancelled = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (long) (ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L)
+	{
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;)
+	{
+		struct pollfd pfd = {in_fd, POLLIN, 0};
+		long		left;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		/* milliseconds left, rounded up: never answer early */
+		left = ((end.tv_sec - now.tv_sec) * 1000000000L + (end.tv_nsec - now.tv_nsec) + 999999L) / 1000000L;
+		if (left <= 0 || cancelled || backlog.closed)
+			return !cancelled;
+		/* stop reading when the backlog is full: the pipe holds the rest */
+		if (backlog.count < BACKLOG && poll(&pfd, 1, (int) left) > 0)
+			take_message(in_fd, current, &cancelled);
+		else if (backlog.count >= BACKLOG)
+			poll(NULL, 0, (int) left);
+	}
+}
+
+/* Answer one request: result 0 when served, -1 when cancelled. */
+static void
+serve(int in_fd, const TsExecMsg *in, TsExecMsg *out)
+{
+	*out = *in;
+	out->kind = TS_EXEC_DONE;
+	out->result = 0;
+	if (in->kind == TS_EXEC_PING && in->arg > 0 && !ping_wait(in_fd, in, in->arg))
+		out->result = -1;
+}
+
+/* The child: probe, report ready, then answer requests in order until its parent goes. */
+static void
+executor_main(TsExecutorReport *r, int out_fd, int in_fd, pid_t parent)
+{
+	TsExecMsg	msg = {TS_EXEC_READY, -1, 0, 0, 0};
+	TsExecMsg	reply;
+	bool		unused;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
 	reset_signals();
+	signal(SIGPIPE, SIG_IGN);
 	probe(r);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (write(fd, &ready, 1) != 1)
+	if (!send_msg(out_fd, &msg))
 		_exit(1);
 	for (;;)
-		pause();
+	{
+		while (backlog.count == 0 && !backlog.closed)
+			take_message(in_fd, NULL, &unused);
+		if (backlog.count == 0)
+			break;
+		msg = backlog.msg[backlog.head];
+		backlog.head = (backlog.head + 1) % BACKLOG;
+		backlog.count--;
+		serve(in_fd, &msg, &reply);
+		if (!send_msg(out_fd, &reply))
+			break;
+	}
+	_exit(0);
 }
 
 bool
 ts_executor_start(TsExecutor *ex)
 {
-	int			fds[2];
+	int			up[2];			/* executor -> worker */
+	int			down[2];		/* worker -> executor */
 	pid_t		parent = getpid();
 	pid_t		pid;
 
-	if (pipe(fds) != 0)
+	if (pipe(up) != 0)
 		return false;
+	if (pipe(down) != 0)
+	{
+		close(up[0]);
+		close(up[1]);
+		return false;
+	}
 	pid = fork();
 	if (pid < 0)
 	{
 		int			saved = errno;
 
-		close(fds[0]);
-		close(fds[1]);
+		close(up[0]);
+		close(up[1]);
+		close(down[0]);
+		close(down[1]);
 		errno = saved;
 		return false;
 	}
 	if (pid == 0)
 	{
-		close(fds[0]);
-		executor_main(ex->report, fds[1], parent);
+		close(up[0]);
+		close(down[1]);
+		executor_main(ex->report, up[1], down[0], parent);
 		_exit(0);
 	}
-	close(fds[1]);
+	close(up[1]);
+	close(down[0]);
 	ex->pid = pid;
-	ex->pipe_fd = fds[0];
+	ex->pipe_fd = up[0];
+	ex->request_fd = down[1];
 	return true;
+}
+
+bool
+ts_executor_send(TsExecutor *ex, const TsExecMsg *msg)
+{
+	return ex->pid > 0 && send_msg(ex->request_fd, msg);
 }
 
 int
@@ -123,8 +280,11 @@ ts_executor_reap(TsExecutor *ex)
 			;
 	if (ex->pipe_fd >= 0)
 		close(ex->pipe_fd);
+	if (ex->request_fd >= 0)
+		close(ex->request_fd);
 	ex->pid = 0;
 	ex->pipe_fd = -1;
+	ex->request_fd = -1;
 	return status;
 }
 

@@ -11,6 +11,8 @@
 #ifndef TS_EXECUTOR_H
 #define TS_EXECUTOR_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "cuda/ts_cuda.h"
@@ -25,11 +27,30 @@ typedef struct TsExecutorReport
 	char		message[256];	/* why there is no device, when there is none */
 } TsExecutorReport;
 
+/* Messages on the executor's pipes (each written whole: smaller than PIPE_BUF). */
+typedef enum TsExecMsgKind
+{
+	TS_EXEC_READY = 1,			/* executor -> worker: the report is filled */
+	TS_EXEC_PING = 2,			/* worker -> executor: wait arg ms, then answer */
+	TS_EXEC_DONE = 3,			/* executor -> worker: request (slot, seq) answered */
+	TS_EXEC_CANCEL = 4			/* worker -> executor: request (slot, seq) was abandoned */
+} TsExecMsgKind;
+
+typedef struct TsExecMsg
+{
+	int32_t		kind;			/* TsExecMsgKind */
+	int32_t		slot;			/* the requesting backend's slot */
+	uint64_t	seq;			/* which of its requests */
+	int32_t		arg;
+	int32_t		result;
+} TsExecMsg;
+
 /* A running executor as its parent sees it. */
 typedef struct TsExecutor
 {
 	pid_t		pid;			/* 0 when none runs */
-	int			pipe_fd;		/* read end: a byte when ready, end of file when gone */
+	int			pipe_fd;		/* read end of its messages; end of file when it is gone */
+	int			request_fd;		/* write end of its requests */
 	TsExecutorReport *report;	/* shared with the child */
 } TsExecutor;
 
@@ -37,9 +58,9 @@ typedef struct TsExecutor
 extern TsExecutorReport *ts_executor_map_report(void);
 
 /*
- * Fork an executor: the child probes the GPUs, fills the report, writes
- * one byte to its pipe and then waits for work; it dies with its parent.
- * Returns false (errno set) when the pipe or the fork fails.
+ * Fork an executor: the child probes the GPUs, fills the report, sends
+ * TS_EXEC_READY and then answers requests in order; it dies with its
+ * parent. Returns false (errno set) when a pipe or the fork fails.
  */
 extern bool ts_executor_start(TsExecutor *ex);
 
@@ -48,5 +69,8 @@ extern void ts_executor_stop(TsExecutor *ex);
 
 /* After its pipe reads end of file: reap the executor; its exit status. */
 extern int	ts_executor_reap(TsExecutor *ex);
+
+/* Send one request; false when the executor is gone (its pipe is closed). */
+extern bool ts_executor_send(TsExecutor *ex, const TsExecMsg *msg);
 
 #endif							/* TS_EXECUTOR_H */

@@ -10,21 +10,23 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 
 #include "service/ts_service.h"
 
 #define TS_SERVICE_SHMEM_NAME "pg_treeshap service"
 
-typedef struct TsServiceShared
-{
-	LWLock	   *lock;
-	TsServiceStatus status;
-} TsServiceShared;
-
 static TsServiceShared *shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Bytes of the shared state: a slot per backend (MaxBackends is known by now). */
+static Size
+shared_size(void)
+{
+	return add_size(offsetof(TsServiceShared, slots), mul_size(MaxBackends, sizeof(TsServiceSlot)));
+}
 
 /* Ask for the shared state and its lock (postmaster, while preloading). */
 static void
@@ -32,7 +34,7 @@ service_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(TsServiceShared)));
+	RequestAddinShmemSpace(MAXALIGN(shared_size()));
 	RequestNamedLWLockTranche(TS_SERVICE_SHMEM_NAME, 1);
 }
 
@@ -45,12 +47,16 @@ service_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = ShmemInitStruct(TS_SERVICE_SHMEM_NAME, sizeof(TsServiceShared), &found);
+	shared = ShmemInitStruct(TS_SERVICE_SHMEM_NAME, shared_size(), &found);
 	if (!found)
 	{
-		memset(shared, 0, sizeof(*shared));
+		memset(shared, 0, shared_size());
 		shared->lock = &(GetNamedLWLockTranche(TS_SERVICE_SHMEM_NAME))->lock;
 		shared->status.state = TS_SERVICE_STARTING;
+		pg_atomic_init_u32(&shared->worker_procno, INVALID_PGPROCNO);
+		shared->num_slots = MaxBackends;
+		for (int i = 0; i < shared->num_slots; i++)
+			SpinLockInit(&shared->slots[i].mutex);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -76,6 +82,12 @@ ts_service_register(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, TS_SERVICE_WORKER_NAME);
 	snprintf(worker.bgw_type, BGW_MAXLEN, TS_SERVICE_WORKER_NAME);
 	RegisterBackgroundWorker(&worker);
+}
+
+TsServiceShared *
+ts_service_shared(void)
+{
+	return shared;
 }
 
 void

@@ -13,6 +13,9 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
 
 #include "cuda/ts_cuda.h"
 
@@ -42,6 +45,51 @@ typedef struct TsServiceStatus
 	TsGpuDeviceInfo devices[TS_SERVICE_MAX_DEVICES];
 	char		message[256];	/* why there is no device, when there is none */
 } TsServiceStatus;
+
+/*
+ * A backend's request, in the slot of its PGPROC (pgprocno): the backend
+ * fills it and queues it, the worker sends it to the executor and marks
+ * it done or failed, and sets the backend's latch. A backend that stops
+ * waiting (cancel, timeout, terminate) abandons it; a reply to an
+ * abandoned or older request (seq) is dropped.
+ */
+typedef enum TsSlotState
+{
+	TS_SLOT_FREE = 0,
+	TS_SLOT_QUEUED,				/* filled by its backend, not yet sent */
+	TS_SLOT_SENT,				/* with the executor */
+	TS_SLOT_DONE,				/* result valid */
+	TS_SLOT_FAILED,				/* error valid */
+	TS_SLOT_ABANDONED,			/* its backend stopped waiting while it was sent */
+	TS_SLOT_CANCELLING			/* the executor was told; its answer will be dropped */
+} TsSlotState;
+
+typedef struct TsServiceSlot
+{
+	slock_t		mutex;			/* guards every field: held for a few copies */
+	TsSlotState state;
+	uint64		seq;			/* the backend's request number */
+	int32		kind;			/* TsExecMsgKind of the request */
+	int32		arg;
+	int32		result;
+	char		error[160];
+} TsServiceSlot;
+
+/* The shared state: status, the worker's PGPROC, one request slot per PGPROC. */
+typedef struct TsServiceShared
+{
+	LWLock	   *lock;			/* guards status */
+	TsServiceStatus status;
+	pg_atomic_uint32 worker_procno; /* the running worker's pgprocno, or INVALID_PGPROCNO */
+	int			num_slots;
+	TsServiceSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} TsServiceShared;
+
+/* The shared state, NULL when pg_treeshap is not preloaded. */
+extern TsServiceShared *ts_service_shared(void);
+
+/* Round trip to the executor, which waits wait_ms first: milliseconds; ERROR on any failure. */
+extern double ts_service_ping(int32 wait_ms);
 
 /* From _PG_init while preloading: ask for shared memory and register the worker. */
 extern void ts_service_register(void);

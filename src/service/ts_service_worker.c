@@ -16,17 +16,19 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "service/ts_executor.h"
 #include "service/ts_service.h"
+#include "service/ts_service_relay.h"
 
 /* Delay before a dead executor is replaced: a GPU that kills it at once costs little. */
 #define EXECUTOR_RESTART_MS 1000
 
-static TsExecutor executor = {0, -1, NULL};
+static TsExecutor executor = {0, -1, -1, NULL};
 
 /* On exit: stop the executor; no service runs until the postmaster starts the next. */
 static void
@@ -35,6 +37,8 @@ service_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 	TsServiceStatus st;
 
 	ts_executor_stop(&executor);
+	pg_atomic_write_u32(&ts_service_shared()->worker_procno, INVALID_PGPROCNO);
+	ts_relay_fail_all(ts_service_shared(), "the GPU service stopped during this request");
 	ts_service_status(&st);
 	st.state = TS_SERVICE_STOPPED;
 	st.pid = 0;
@@ -92,19 +96,28 @@ executor_gone(TsServiceStatus *st, TimestampTz *next_start)
 	st->num_devices = 0;
 	st->message[0] = '\0';
 	ts_service_publish(st);
+	ts_relay_fail_all(ts_service_shared(), WIFSIGNALED(status)
+					  ? psprintf("the GPU service's executor was killed by signal %d during this request",
+								 WTERMSIG(status))
+					  : "the GPU service's executor exited during this request");
 	*next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), EXECUTOR_RESTART_MS);
 }
 
-/* A byte on the pipe is "ready"; end of file (or an error) is a dead executor. */
+/*
+ * One message from the executor (written whole, so read whole): ready, or
+ * an answer; end of file (or an error) is a dead executor.
+ */
 static void
 executor_event(TsServiceStatus *st, TimestampTz *next_start)
 {
-	char		byte;
-	ssize_t		n = read(executor.pipe_fd, &byte, 1);
+	TsExecMsg	msg;
+	ssize_t		n = read(executor.pipe_fd, &msg, sizeof(msg));
 
-	if (n == 1)
+	if (n == (ssize_t) sizeof(msg) && msg.kind == TS_EXEC_READY)
 		executor_ready(st);
-	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+	else if (n == (ssize_t) sizeof(msg))
+		ts_relay_complete(ts_service_shared(), &msg);
+	else if (n >= 0 || (errno != EINTR && errno != EAGAIN))
 		executor_gone(st, next_start);
 }
 
@@ -125,7 +138,11 @@ wait_for_event(TsServiceStatus *st, TimestampTz *next_start)
 	if (WaitEventSetWait(set, timeout, &event, 1, PG_WAIT_EXTENSION) == 1)
 	{
 		if (event.events & WL_LATCH_SET)
+		{
 			ResetLatch(MyLatch);
+			ts_relay_dispatch(ts_service_shared(), &executor,
+							  executor.pid > 0 && st->state != TS_SERVICE_STARTING);
+		}
 		if (event.events & WL_SOCKET_READABLE)
 			executor_event(st, next_start);
 	}
@@ -139,6 +156,7 @@ ts_service_main(Datum arg pg_attribute_unused())
 	TimestampTz next_start = 0;
 
 	pqsignal(SIGTERM, die);
+	pqsignal(SIGPIPE, SIG_IGN);	/* a dead executor's pipe is an error to handle, not a signal */
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	memset(&st, 0, sizeof(st));
@@ -152,6 +170,9 @@ ts_service_main(Datum arg pg_attribute_unused())
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("%s could not map its executor's report: %m", TS_SERVICE_WORKER_NAME)));
 	before_shmem_exit(service_exit, (Datum) 0);
+	pg_atomic_write_u32(&ts_service_shared()->worker_procno, MyProc->pgprocno);
+	/* requests a previous worker left queued will never be answered */
+	ts_relay_fail_all(ts_service_shared(), "the GPU service restarted during this request");
 
 	for (;;)
 	{

@@ -1,0 +1,164 @@
+/*
+ * ts_service_request.c - a backend's side of a request to the GPU service:
+ * fill its slot, wake the worker, sleep on its latch until the answer, and
+ * end with an ERROR when the request fails, the worker goes, or the wait is
+ * interrupted (cancel, statement_timeout), abandoning the request so that
+ * its answer is dropped. Nothing here touches CUDA.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/wait_event.h"
+
+#include "service/ts_executor.h"
+#include "service/ts_service.h"
+
+/* How often a waiting backend checks that the worker it asked is still there. */
+#define WORKER_CHECK_MS 100
+
+/* The service's shared state; ERROR when it is not running. */
+static TsServiceShared *
+running_service(int *worker_pid)
+{
+	TsServiceShared *sh = ts_service_shared();
+	TsServiceStatus st;
+
+	if (sh == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the GPU service is not running"),
+				 errhint("Add pg_treeshap to shared_preload_libraries and restart the server.")));
+	ts_service_status(&st);
+	if (st.pid == 0 || pg_atomic_read_u32(&sh->worker_procno) == INVALID_PGPROCNO)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the GPU service is not running"),
+				 errdetail("Its worker is restarting; try again in a second.")));
+	*worker_pid = st.pid;
+	return sh;
+}
+
+/* Fill this backend's slot with a request and queue it; its sequence number. */
+static uint64
+queue_request(TsServiceSlot *slot, int32 kind, int32 arg)
+{
+	uint64		seq;
+
+	SpinLockAcquire(&slot->mutex);
+	seq = ++slot->seq;
+	slot->kind = kind;
+	slot->arg = arg;
+	slot->state = TS_SLOT_QUEUED;
+	SpinLockRelease(&slot->mutex);
+	return seq;
+}
+
+/*
+ * Stop waiting for request seq: unsent, it is dropped here; sent, the
+ * worker tells the executor to stop it and drops its answer.
+ */
+static void
+abandon_request(TsServiceShared *sh, TsServiceSlot *slot, uint64 seq)
+{
+	bool		sent;
+
+	SpinLockAcquire(&slot->mutex);
+	sent = slot->seq == seq && slot->state == TS_SLOT_SENT;
+	if (slot->seq == seq)
+		slot->state = sent ? TS_SLOT_ABANDONED : TS_SLOT_FREE;
+	SpinLockRelease(&slot->mutex);
+	if (sent && pg_atomic_read_u32(&sh->worker_procno) != INVALID_PGPROCNO)
+		SetLatch(&ProcGlobal->allProcs[pg_atomic_read_u32(&sh->worker_procno)].procLatch);
+}
+
+/* Take the answer to request seq if it came: true when done; ERROR when it failed. */
+static bool
+take_answer(TsServiceSlot *slot, uint64 seq, int32 *result)
+{
+	TsSlotState state;
+	char		error[sizeof(slot->error)];
+
+	SpinLockAcquire(&slot->mutex);
+	state = slot->seq == seq ? slot->state : TS_SLOT_FREE;
+	if (state == TS_SLOT_DONE)
+		*result = slot->result;
+	else if (state == TS_SLOT_FAILED)
+		memcpy(error, slot->error, sizeof(error));
+	if (state == TS_SLOT_DONE || state == TS_SLOT_FAILED)
+		slot->state = TS_SLOT_FREE;
+	SpinLockRelease(&slot->mutex);
+	if (state == TS_SLOT_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("%s", error)));
+	return state == TS_SLOT_DONE;
+}
+
+/* ERROR when the worker that took the request is gone (its failures then come from nobody). */
+static void
+check_worker(int worker_pid)
+{
+	TsServiceStatus st;
+
+	ts_service_status(&st);
+	if (st.pid != worker_pid)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("the GPU service stopped during this request")));
+}
+
+/* Send one request to the executor and wait for its result. */
+static int32
+call_service(int32 kind, int32 arg)
+{
+	int			worker_pid;
+	TsServiceShared *sh = running_service(&worker_pid);
+	TsServiceSlot *slot;
+	uint64		seq;
+	int32		result = 0;
+
+	if (MyProc == NULL || MyProc->pgprocno >= sh->num_slots)
+		elog(ERROR, "this process has no GPU service request slot");
+	slot = &sh->slots[MyProc->pgprocno];
+	seq = queue_request(slot, kind, arg);
+	SetLatch(&ProcGlobal->allProcs[pg_atomic_read_u32(&sh->worker_procno)].procLatch);
+	PG_TRY();
+	{
+		while (!take_answer(slot, seq, &result))
+		{
+			check_worker(worker_pid);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 WORKER_CHECK_MS, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		abandon_request(sh, slot, seq);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return result;
+}
+
+double
+ts_service_ping(int32 wait_ms)
+{
+	instr_time	start,
+				elapsed;
+
+	if (wait_ms < 0 || wait_ms > 60000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait_ms must be between 0 and 60000")));
+	INSTR_TIME_SET_CURRENT(start);
+	(void) call_service(TS_EXEC_PING, wait_ms);
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, start);
+	return INSTR_TIME_GET_MILLISEC(elapsed);
+}
