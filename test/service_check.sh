@@ -53,5 +53,18 @@ done
 check "$(q "SELECT treeshap._service_ping(0) < 100" 2>/dev/null | grep -qx t && echo 0 || echo 1)" \
   "the next executor answers the next request"
 rm -f "$err" "$err.kill"
+
+# a backend terminated while its request runs loses only that request: the executor drops it
+psql -X -At -c "SELECT treeshap._service_ping(8000) /* terminated */" >/dev/null 2>&1 &
+sleep 0.5
+killed=$(q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE query LIKE '%_service_ping(8000) /* terminated */%' AND pid <> pg_backend_pid()")
+sleep 0.2
+t0=$(date +%s.%N)
+next=$(q "SELECT treeshap._service_ping(0) < 100" 2>&1)
+t1=$(date +%s.%N)
+wait
+check "$([ "$killed" = 1 ] && [ "$next" = t ] && echo 0 || echo 1)" \
+  "a backend terminated mid-request: the next request waited $(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }") s, not the 8 s of the dropped one"
 echo "service-check: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -10,6 +10,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/wait_event.h"
@@ -19,6 +20,8 @@
 
 /* How often a waiting backend checks that the worker it asked is still there. */
 #define WORKER_CHECK_MS 100
+
+static bool exit_hook_set = false;
 
 /* The service's shared state; ERROR when it is not running. */
 static TsServiceShared *
@@ -57,6 +60,16 @@ queue_request(TsServiceSlot *slot, int32 kind, int32 arg)
 	return seq;
 }
 
+/* Set the running worker's latch, if a worker runs. */
+static void
+wake_worker(TsServiceShared *sh)
+{
+	uint32		procno = pg_atomic_read_u32(&sh->worker_procno);
+
+	if (procno < (uint32) ProcGlobal->allProcCount)
+		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
 /*
  * Stop waiting for request seq: unsent, it is dropped here; sent, the
  * worker tells the executor to stop it and drops its answer.
@@ -71,8 +84,28 @@ abandon_request(TsServiceShared *sh, TsServiceSlot *slot, uint64 seq)
 	if (slot->seq == seq)
 		slot->state = sent ? TS_SLOT_ABANDONED : TS_SLOT_FREE;
 	SpinLockRelease(&slot->mutex);
-	if (sent && pg_atomic_read_u32(&sh->worker_procno) != INVALID_PGPROCNO)
-		SetLatch(&ProcGlobal->allProcs[pg_atomic_read_u32(&sh->worker_procno)].procLatch);
+	if (sent)
+		wake_worker(sh);
+}
+
+/*
+ * At exit (terminate goes through FATAL, past any PG_CATCH): abandon the
+ * request still in this backend's slot, so the executor stops it.
+ */
+static void
+abandon_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	TsServiceShared *sh = ts_service_shared();
+	TsServiceSlot *slot;
+	uint64		seq;
+
+	if (sh == NULL || MyProc == NULL || MyProc->pgprocno >= sh->num_slots)
+		return;
+	slot = &sh->slots[MyProc->pgprocno];
+	SpinLockAcquire(&slot->mutex);
+	seq = slot->seq;
+	SpinLockRelease(&slot->mutex);
+	abandon_request(sh, slot, seq);
 }
 
 /* Take the answer to request seq if it came: true when done; ERROR when it failed. */
@@ -123,9 +156,14 @@ call_service(int32 kind, int32 arg)
 
 	if (MyProc == NULL || MyProc->pgprocno >= sh->num_slots)
 		elog(ERROR, "this process has no GPU service request slot");
+	if (!exit_hook_set)
+	{
+		before_shmem_exit(abandon_at_exit, (Datum) 0);
+		exit_hook_set = true;
+	}
 	slot = &sh->slots[MyProc->pgprocno];
 	seq = queue_request(slot, kind, arg);
-	SetLatch(&ProcGlobal->allProcs[pg_atomic_read_u32(&sh->worker_procno)].procLatch);
+	wake_worker(sh);
 	PG_TRY();
 	{
 		while (!take_answer(slot, seq, &result))
