@@ -26,7 +26,7 @@ put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, int i)
 {
 	Datum		values[GPU_STATUS_COLUMNS];
 	bool		nulls[GPU_STATUS_COLUMNS];
-	const TsGpuDeviceInfo *d = i >= 0 ? &st->devices[i] : NULL;
+	const TsGpuDeviceInfo *d = i >= 0 ? &st->found.devices[i] : NULL;
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = CStringGetTextDatum(ts_service_state_name(st->state));
@@ -52,8 +52,8 @@ put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, int i)
 		nulls[6] = nulls[7] = nulls[8] = nulls[9] = nulls[10] = true;
 	values[11] = CStringGetTextDatum(st->state == TS_SERVICE_NOT_LOADED
 									 ? "add pg_treeshap to shared_preload_libraries and restart the server"
-									 : st->message);
-	nulls[11] = st->state != TS_SERVICE_NOT_LOADED && st->message[0] == '\0';
+									 : st->found.message);
+	nulls[11] = st->state != TS_SERVICE_NOT_LOADED && st->found.message[0] == '\0';
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -66,9 +66,9 @@ treeshap_gpu_status(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	ts_service_status(&st);
-	if (st.num_devices == 0)
+	if (st.found.num_devices == 0)
 		put_row(rsinfo, &st, -1);
-	for (int i = 0; i < st.num_devices; i++)
+	for (int i = 0; i < st.found.num_devices; i++)
 		put_row(rsinfo, &st, i);
 	return (Datum) 0;
 }

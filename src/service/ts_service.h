@@ -17,9 +17,8 @@
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 
-#include "cuda/ts_cuda.h"
+#include "service/ts_executor.h"
 
-#define TS_SERVICE_MAX_DEVICES 16
 #define TS_SERVICE_WORKER_NAME "pg_treeshap gpu service"
 
 /* What the service is doing, as treeshap.gpu_status shows it. */
@@ -41,9 +40,7 @@ typedef struct TsServiceStatus
 	int			starts;			/* workers started since the server started */
 	int			executor_pid;	/* the process that owns the GPUs (0: none) */
 	int			executor_starts;	/* executors the running worker has started */
-	int			num_devices;
-	TsGpuDeviceInfo devices[TS_SERVICE_MAX_DEVICES];
-	char		message[256];	/* why there is no device, when there is none */
+	TsExecutorReport found;		/* the running executor's devices, or why there are none */
 } TsServiceStatus;
 
 /*

@@ -66,16 +66,12 @@ start_executor(TsServiceStatus *st, TimestampTz *next_start)
 static void
 executor_ready(TsServiceStatus *st)
 {
-	const TsExecutorReport *r = executor.report;
-
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	st->num_devices = Min(r->num_devices, TS_SERVICE_MAX_DEVICES);
-	memcpy(st->devices, r->devices, sizeof(TsGpuDeviceInfo) * st->num_devices);
-	strlcpy(st->message, r->message, sizeof(st->message));
-	st->state = st->num_devices > 0 ? TS_SERVICE_READY : TS_SERVICE_NO_DEVICE;
+	st->found = *executor.report;
+	st->state = st->found.num_devices > 0 ? TS_SERVICE_READY : TS_SERVICE_NO_DEVICE;
 	ts_service_publish(st);
 	elog(LOG, "%s ready (executor pid %d): %d device(s)%s%s", TS_SERVICE_WORKER_NAME,
-		 (int) executor.pid, st->num_devices, st->message[0] ? "; " : "", st->message);
+		 (int) executor.pid, st->found.num_devices, st->found.message[0] ? "; " : "", st->found.message);
 }
 
 /* The executor's pipe closed: it died; reap it and schedule the next. */
@@ -93,8 +89,7 @@ executor_gone(TsServiceStatus *st, TimestampTz *next_start)
 			 (int) pid, WEXITSTATUS(status));
 	st->state = TS_SERVICE_STARTING;
 	st->executor_pid = 0;
-	st->num_devices = 0;
-	st->message[0] = '\0';
+	memset(&st->found, 0, sizeof(st->found));
 	ts_service_publish(st);
 	ts_relay_fail_all(ts_service_shared(), WIFSIGNALED(status)
 					  ? psprintf("the GPU service's executor was killed by signal %d during this request",
