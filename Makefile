@@ -6,7 +6,8 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" pg_treeshap.con
 
 MODULE_big = pg_treeshap
 include src/sources.mk
-OBJS = $(patsubst %.c,src/%.o,$(TS_BASE_SRCS) $(TS_MODEL_SRCS) $(TS_CORE_SRCS) $(TS_SERVICE_SRCS) $(TS_BACKEND_SRCS))
+OBJS = $(patsubst %.c,src/%.o,$(TS_BASE_SRCS) $(TS_MODEL_SRCS) $(TS_CORE_SRCS) $(TS_SERVICE_SRCS) $(TS_BACKEND_SRCS)) \
+    cuda/ts_job.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 
 REGRESS = catalog explain errors

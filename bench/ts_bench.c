@@ -103,7 +103,8 @@ report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, in
 		return 1;
 	}
 	identical = memcmp(first, second, sizeof(double) * count) == 0;
-	ts_gpu_plan_add_long_paths(plan, TS_SHAP_TREESHAP, x, check_rows, first, scratch);
+	ts_cpu_shap_add_paths_rows(pt, TS_SHAP_TREESHAP, plan->packing->long_paths, plan->packing->num_long,
+							   x, check_rows, first, scratch);
 	printf("\"kernel_%s_rows_per_s\": %.1f, \"kernel_%s_seconds\": %.6f, "
 		   "\"max_dev_%s\": %.3e, \"deterministic_%s\": %s, ",
 		   name, nrows / seconds, name, seconds, name, max_deviation(pt, x, check_rows, first),
@@ -145,7 +146,8 @@ report_interactions(const TsGpuPlan *plan, const float *x, int32_t nrows, int32_
 		fprintf(stderr, "ts_bench: %s\n", msg);
 		return 1;
 	}
-	ts_gpu_plan_add_long_interactions(plan, x, check, TS_INTERACTION_SHAPLEY, sel, gpu, scratch);
+	ts_interactions_add_paths_rows(pt, plan->packing->long_paths, plan->packing->num_long, x, check,
+								   TS_INTERACTION_SHAPLEY, sel, gpu, scratch);
 	for (int32_t r = 0; r < check; r++)
 	{
 		double	   *g = gpu + (size_t) r * width;

@@ -509,18 +509,6 @@ upload_slots(const TsGpuTable *t, const TsGpuJob &job, int32_t **dev_slot)
 
 }								/* namespace */
 
-extern "C" size_t
-ts_gpu_job_result_len(const TsGpuJob *job, int32_t num_outputs, int32_t num_features, int32_t nrows)
-{
-	size_t		rows = (size_t) (nrows > 0 ? nrows : 0);
-
-	if (job == nullptr || job->kind == TS_GPU_JOB_SHAP)
-		return rows * num_outputs * ((size_t) num_features + 1);
-	if (job->kind == TS_GPU_JOB_IMPORTANCE)
-		return 2 * (size_t) num_outputs * num_features;
-	return rows * num_outputs * (size_t) job->selected * num_features;
-}
-
 extern "C" TsGpuStatus
 ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out, char *msg, size_t msglen)
 {

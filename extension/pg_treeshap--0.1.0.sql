@@ -189,6 +189,15 @@ AS 'MODULE_PATHNAME', 'treeshap_service_ping'
 LANGUAGE C VOLATILE STRICT;
 REVOKE ALL ON FUNCTION treeshap._service_ping(integer) FROM PUBLIC;
 
+-- Make a model's current version resident in the GPU service, as the first GPU
+-- call on it does: the paths the service's executor read, and whether this call
+-- loaded it (false: it was resident). A diagnostic: loading may evict other
+-- sessions' models, so only roles granted it may call it.
+CREATE FUNCTION treeshap._service_load(model text, OUT paths bigint, OUT loaded boolean)
+AS 'MODULE_PATHNAME', 'treeshap_service_load'
+LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION treeshap._service_load(text) FROM PUBLIC;
+
 -- Scheduled explanation jobs --------------------------------------------------
 -- explain_into explains the rows of a source table that its target table does
 -- not yet hold for the model's current version, committing batch by batch.

@@ -5,12 +5,15 @@
 # treeshap.device = gpu forced for every session, then compares GPU and CPU
 # output on every fixture (worst deviation, bitwise determinism), and kills
 # explain_into jobs mid-run (test/jobs_check.py, when psycopg2 is importable).
-# With pg_treeshap in shared_preload_libraries, t11_service.sql also checks the
-# GPU service against the devices a backend sees.
+# Every GPU computation runs in the GPU service, so pg_treeshap must be in
+# shared_preload_libraries; the check ends by counting the processes that
+# hold a CUDA context (nvidia-smi): the service's executor alone.
 set -u
 cd "$(dirname "$0")/.."
 PG_CONFIG=${PG_CONFIG:-pg_config}
 status=0
+psql -X -At -c "SHOW shared_preload_libraries" | grep -q pg_treeshap \
+  || { echo "gpu-check: pg_treeshap must be in shared_preload_libraries (the GPU service runs every GPU call)"; exit 1; }
 
 echo "== build with nvcc and install"
 make -s clean
@@ -42,12 +45,14 @@ echo "$out" | grep -v '^$'
 echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
 
-echo "== the GPU service's executor killed with SIGKILL (when pg_treeshap is preloaded)"
-if psql -X -At -c "SHOW shared_preload_libraries" | grep -q pg_treeshap; then
-  bash test/service_check.sh || status=1
-else
-  echo "pg_treeshap is not preloaded: skipped"
-fi
+echo "== one CUDA context on the GPU, the service's executor's, after every session above"
+executor=$(psql -X -At -c "SELECT executor_pid FROM treeshap.gpu_status LIMIT 1")
+holders=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | sort -u | tr '\n' ' ')
+echo "processes with a CUDA context: ${holders:-none}; the service's executor: $executor"
+[ "$(echo $holders)" = "$executor" ] || { echo "FAIL: CUDA contexts outside the service's executor"; status=1; }
+
+echo "== the GPU service's executor killed with SIGKILL"
+bash test/service_check.sh || status=1
 
 echo "== explain_into stopped mid-run (terminate, cancel, SIGKILL) and resumed, on the GPU"
 if python3 -c "import psycopg2" 2>/dev/null; then

@@ -1,7 +1,8 @@
 -- The GPU service: with pg_treeshap in shared_preload_libraries (test/run.sh
 -- preloads it) a background worker owns the GPUs and treeshap.gpu_status
--- shows it; it finds the same devices a backend finds; terminated, it is
--- started again within seconds. Without preloading, the view says so.
+-- shows it; terminated, it is started again within seconds with the same
+-- devices; requests reach its executor, models are shipped to it once per
+-- version. Without preloading, the view says so and requests are refused.
 \set QUIET 1
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
@@ -38,17 +39,22 @@ EXCEPTION WHEN query_canceled THEN
   RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
 END $$;
 
+-- the devices the service lists, as text
+CREATE FUNCTION pg_temp.devices() RETURNS text[] LANGUAGE sql AS $$
+  SELECT array_agg(ROW(device, name, total_memory, compute_capability, multiprocessors)::text ORDER BY device)
+    FROM treeshap.gpu_status WHERE device IS NOT NULL
+$$;
+
 CREATE TEMP TABLE before AS
 SELECT CASE WHEN pg_temp.preloaded() THEN pg_temp.service_other_than(NULL) END AS pid,
-       (SELECT service_starts FROM treeshap.gpu_status LIMIT 1) AS starts;
+       (SELECT service_starts FROM treeshap.gpu_status LIMIT 1) AS starts,
+       pg_temp.devices() AS devices;
 \set QUIET 0
-SELECT plan(14);
+SELECT plan(18);
 
-SELECT is((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status),
-          CASE WHEN pg_temp.preloaded()
-               THEN ARRAY[CASE WHEN EXISTS (SELECT 1 FROM treeshap.gpu_info()) THEN 'ready' ELSE 'no device' END]
-               ELSE ARRAY['not loaded'] END,
-          'the service runs when preloaded: ready with the GPUs a backend sees, else no device; not loaded otherwise');
+SELECT ok((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status)
+            <@ CASE WHEN pg_temp.preloaded() THEN ARRAY['ready', 'no device'] ELSE ARRAY['not loaded'] END,
+          'the service runs when preloaded (ready, or no device); not loaded otherwise');
 
 SELECT is((SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'pg_treeshap gpu service'),
           CASE WHEN pg_temp.preloaded() THEN 1 ELSE 0 END,
@@ -67,13 +73,9 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
 SELECT is((SELECT array_agg(ROW(device, name, total_memory, compute_capability, multiprocessors)::text
-                            ORDER BY device) FILTER (WHERE device IS NOT NULL)
-             FROM treeshap.gpu_status),
-          CASE WHEN pg_temp.preloaded()
-               THEN (SELECT array_agg(ROW(device, name, total_memory, compute_capability, multiprocessors)::text
-                                      ORDER BY device) FROM treeshap.gpu_info())
-          END,
-          'the service lists exactly the devices treeshap.gpu_info() finds in a backend');
+                            ORDER BY device) FROM treeshap.gpu_info()),
+          (SELECT devices FROM before),
+          'treeshap.gpu_info() lists the devices the service found (backends never touch CUDA)');
 
 SELECT ok(coalesce((SELECT bool_and(message IS NOT NULL AND message <> '') FROM treeshap.gpu_status
                      WHERE device IS NULL), true),
@@ -94,9 +96,7 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
 SELECT CASE WHEN pg_temp.preloaded() THEN
-  is((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status),
-     ARRAY[CASE WHEN EXISTS (SELECT 1 FROM treeshap.gpu_info()) THEN 'ready' ELSE 'no device' END],
-     'the restarted service found its devices again')
+  is(pg_temp.devices(), (SELECT devices FROM before), 'the restarted service found the same devices again')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
 -- requests through the service (treeshap._service_ping: the executor waits, then answers)
@@ -119,5 +119,33 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
 
 SELECT is(has_function_privilege('public', 'treeshap._service_ping(integer)', 'EXECUTE'), false,
           'only roles granted it may hold the executor with _service_ping');
+
+-- models shipped to the service: read by its executor once per version
+\set reg `cat test/fixtures/reg.json`
+\set deep `cat test/fixtures/deep.json`
+SELECT treeshap.load_model('t11_model', convert_to(:'reg', 'UTF8')) \g /dev/null
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')),
+     (SELECT ROW(num_leaves, true)::text FROM treeshap.models WHERE name = 't11_model'),
+     'a model shipped to the service is read by its executor: a path per leaf, loaded by this call')
+  ELSE throws_ok($$SELECT treeshap._service_load('t11_model')$$, '55000', 'the GPU service is not running',
+                 'without preloading a model cannot be shipped') END;
+
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')),
+     (SELECT ROW(num_leaves, false)::text FROM treeshap.models WHERE name = 't11_model'),
+     'the second call finds it resident')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+SELECT treeshap.load_model('t11_model', convert_to(:'deep', 'UTF8'), replace => true) \g /dev/null
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')),
+     (SELECT ROW(num_leaves, true)::text FROM treeshap.models WHERE name = 't11_model'),
+     'a replaced model is a new version: shipped and read again, never served stale')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+SELECT is(has_function_privilege('public', 'treeshap._service_load(text)', 'EXECUTE'), false,
+          'only roles granted it may make models resident with _service_load');
+SELECT treeshap.drop_model('t11_model') \g /dev/null
 
 SELECT * FROM finish();

@@ -2,13 +2,14 @@
  * pg_treeshap.c - module entry point. _PG_init defines settings and, while
  * shared_preload_libraries is processed, registers the GPU service. CUDA is
  * never touched here (the postmaster loads this library): only in the
- * service's worker, and lazily in a backend on its first GPU call.
+ * service's executor (src/service/ts_executor.h).
  */
 #include "postgres.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "backend/ts_alloc_pg.h"
 #include "backend/ts_settings.h"
 #include "service/ts_service.h"
 
@@ -16,10 +17,11 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Register settings, and the GPU service when preloaded. */
+/* Route the core's memory into memory contexts; register settings, and the GPU service when preloaded. */
 void
 _PG_init(void)
 {
+	ts_use_allocator(&ts_pg_allocator);
 	ts_settings_init();
 	if (process_shared_preload_libraries_in_progress)
 		ts_service_register();

@@ -268,6 +268,35 @@ find_entry(const char *name)
 	return NULL;
 }
 
+/* The stored bytes of a model version, or NULL when that version is gone. */
+static bytea *
+stored_bytes(const char *name, int64 version)
+{
+	Oid			argtypes[2] = {TEXTOID, INT8OID};
+	Datum		args[2] = {CStringGetTextDatum(name), Int64GetDatum(version)};
+	bool		isnull;
+
+	if (SPI_execute_with_args("SELECT model FROM treeshap.model_store WHERE name = $1 AND version = $2",
+							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read model \"%s\"", name);
+	if (SPI_processed != 1)
+		return NULL;
+	return DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+bytea *
+ts_model_bytes(const TsCachedModel *entry)
+{
+	bytea	   *bytes = stored_bytes(entry->name, entry->version);
+
+	if (bytes == NULL || VARSIZE_ANY_EXHDR(bytes) != entry->length ||
+		ts_cityhash64(VARDATA_ANY(bytes), entry->length) != entry->digest)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("model \"%s\" was replaced or dropped during this call", entry->name)));
+	return bytes;
+}
+
 /*
  * Read the stored bytes and build model and path table in a fresh context;
  * it joins the cache only once complete, so an ERROR midway frees it.
@@ -275,20 +304,13 @@ find_entry(const char *name)
 static TsCachedModel *
 build_entry(const char *name, int64 version)
 {
-	Oid			argtypes[2] = {TEXTOID, INT8OID};
-	Datum		args[2] = {CStringGetTextDatum(name), Int64GetDatum(version)};
-	bool		isnull;
 	MemoryContext ctx;
 	MemoryContext old;
 	TsCachedModel *entry;
-	bytea	   *bytes;
+	bytea	   *bytes = stored_bytes(name, version);
 
-	if (SPI_execute_with_args("SELECT model FROM treeshap.model_store WHERE name = $1 AND version = $2",
-							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
+	if (bytes == NULL)
 		elog(ERROR, "could not read model \"%s\"", name);
-	bytes = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-
 	ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap cached model",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(ctx);
@@ -296,6 +318,8 @@ build_entry(const char *name, int64 version)
 	entry->name = pstrdup(name);
 	entry->version = version;
 	entry->context = ctx;
+	entry->length = VARSIZE_ANY_EXHDR(bytes);
+	entry->digest = ts_cityhash64(VARDATA_ANY(bytes), entry->length);
 	entry->model = read_model_or_error(name, bytes);
 	entry->paths = ts_paths_build(entry->model);
 	MemoryContextSwitchTo(old);

@@ -1,118 +1,131 @@
 /*
- * ts_gpu_pg.c - the GPU path inside a backend. CUDA is first touched here, on
- * the first call that wants a GPU, never in the postmaster or _PG_init.
- * Device and pinned memory hang off memory contexts through reset callbacks,
- * so an ERROR or a cancel frees them with the context; waits poll the stream
- * and CHECK_FOR_INTERRUPTS meanwhile.
+ * ts_gpu_pg.c - the GPU path of a backend, as a client of the GPU service
+ * (src/service/): no CUDA here. A run is a dynamic shared memory segment
+ * with two areas of rows and results; each batch is one request, which the
+ * service's executor answers on the GPU with the model it keeps resident,
+ * shipping the model's bytes once when it is not. The backend then adds
+ * what the CPU owes: the paths too long for a warp, the finishing of
+ * interaction values, the importance sums of rows with long paths.
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/dsm.h"
+#include "storage/dsm_impl.h"
 #include "utils/memutils.h"
 
 #include "backend/ts_gpu_pg.h"
 #include "backend/ts_settings.h"
-
-#ifdef TS_WITH_CUDA
-#include "gpu/ts_gpu.h"
+#include "core/ts_pack.h"
 #include "core/ts_shap_cpu.h"
+#include "cuda/ts_cuda.h"
+#include "service/ts_executor.h"
+#include "service/ts_request.h"
+#include "service/ts_service.h"
+
+/* How often a run asks again after loading a model that was evicted before its batch ran. */
+#define LOAD_ATTEMPTS 3
 
 struct TsGpuRun
 {
-	MemoryContext context;		/* owns this struct; its reset frees the runner */
+	MemoryContext context;		/* owns this struct; its reset ends the run */
 	MemoryContextCallback callback;
-	TsGpuPlan  *plan;
-	TsGpuRunner *runner;
+	TsCachedModel *entry;
+	dsm_segment *segment;
+	TsRequestHeader *header;	/* the segment's */
 	TsRunSpec	spec;
 	bool		host_importance;	/* importance summed here: long paths need whole rows */
+	int64	   *long_paths;		/* paths the GPU leaves to the CPU */
+	int64		num_long;
 	double	   *sums;			/* host_importance: the batch's sums */
 	double	   *scratch;		/* for long paths on the CPU */
 	TsShapAlgorithm algorithm;	/* their CPU algorithm */
+	uint64		pending;		/* the request in flight, 0 when none */
 };
 
-/* A plan's device table, freed when the cached model's context goes. */
-typedef struct TsPlanOwner
-{
-	MemoryContextCallback callback;
-	TsGpuPlan  *plan;
-} TsPlanOwner;
-
-static int	gpu_count = -1;		/* -1 until probed in this backend */
-static char gpu_probe_message[256];
-
-/* Count GPUs once per backend; a failed probe counts as none. */
-static bool
-gpu_present(void)
-{
-	if (gpu_count < 0)
-	{
-		int			n = 0;
-
-		if (ts_gpu_device_count(&n, gpu_probe_message, sizeof(gpu_probe_message)) != TS_GPU_OK)
-			n = 0;
-		gpu_count = n;
-	}
-	return gpu_count > 0;
-}
-
-/* ERROR for a failed GPU step: out of memory gets its own SQLSTATE and a hint. */
+/* ERROR unless the service can map this server's dynamic shared memory by name. */
 static void
-report_gpu_error(TsGpuStatus rc, const char *msg)
+check_segment_type(void)
 {
-	if (rc == TS_GPU_OUT_OF_MEMORY)
+	if (dynamic_shared_memory_type != DSM_IMPL_POSIX && dynamic_shared_memory_type != DSM_IMPL_MMAP)
 		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of GPU memory: %s", msg),
-				 errhint("Lower treeshap.batch_rows, or set treeshap.device to cpu.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_SYSTEM_ERROR),
-			 errmsg("GPU failure: %s", msg)));
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the GPU service needs dynamic_shared_memory_type posix or mmap"),
+				 errhint("Set dynamic_shared_memory_type to posix, or treeshap.device to cpu.")));
 }
 
-/* Reset callback of a cached model's context. */
-static void
-free_plan_device(void *arg)
+/* The model's identity for the service: database, catalog version, size and digest of its bytes. */
+static TsModelKey
+model_key(const TsCachedModel *entry)
 {
-	TsPlanOwner *owner = (TsPlanOwner *) arg;
+	TsModelKey	key = {MyDatabaseId, 0, entry->version, entry->length, entry->digest};
 
-	if (owner->plan != NULL)
-		ts_gpu_plan_release_device(owner->plan);
+	return key;
 }
 
-/* The model's GPU plan: packed (best fit decreasing) and uploaded once per model version. */
-static TsGpuPlan *
-plan_for(TsCachedModel *entry)
-{
-	char		msg[256] = "";
-	MemoryContext old;
-	TsPlanOwner *owner;
-	TsGpuPlan  *plan;
-	TsGpuStatus rc;
-
-	if (entry->gpu_plan != NULL)
-		return (TsGpuPlan *) entry->gpu_plan;
-	old = MemoryContextSwitchTo(entry->context);
-	owner = palloc0(sizeof(TsPlanOwner));
-	rc = ts_gpu_plan_build(entry->paths, TS_PACK_BEST_FIT_DECREASING, &plan, msg, sizeof(msg));
-	MemoryContextSwitchTo(old);
-	if (rc != TS_GPU_OK)
-		report_gpu_error(rc, msg);
-	owner->plan = plan;
-	owner->callback.func = free_plan_device;
-	owner->callback.arg = owner;
-	MemoryContextRegisterResetCallback(entry->context, &owner->callback);
-	entry->gpu_plan = plan;
-	return plan;
-}
-
-/* Reset callback of a run's context: waits for its streams, frees its buffers. */
+/* ERROR for a request the service did not serve, with the message it wrote. */
 static void
-free_runner(void *arg)
+report_failure(const TsCachedModel *entry, int32 status, const TsRequestHeader *h)
+{
+	TsError		err = {(TsErrorCode) h->error_class, ""};
+
+	switch (status)
+	{
+		case TS_REQUEST_BAD_MODEL:
+			strlcpy(err.message, h->message, sizeof(err.message));
+			ts_report_core_error(&err, entry->name);
+		case TS_REQUEST_OUT_OF_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of GPU memory: %s", h->message),
+					 errhint("Lower treeshap.batch_rows, or set treeshap.device to cpu.")));
+		case TS_REQUEST_FAILED:
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("%s", h->message)));
+		default:
+			elog(ERROR, "the GPU service refused a request (status %d): %s", status, h->message);
+	}
+}
+
+void
+ts_gpu_load(TsCachedModel *entry, int64 *paths, bool *loaded)
+{
+	bytea	   *bytes = ts_model_bytes(entry);
+	uint64		offset = ts_request_align(sizeof(TsRequestHeader));
+	dsm_segment *seg;
+	TsRequestHeader *h;
+	int32		status;
+
+	check_segment_type();
+	seg = dsm_create(offset + entry->length, 0);
+	h = dsm_segment_address(seg);
+	memset(h, 0, sizeof(*h));
+	h->magic = TS_REQUEST_MAGIC;
+	h->size = offset + entry->length;
+	h->model = model_key(entry);
+	h->bytes_offset = offset;
+	memcpy((char *) h + offset, VARDATA_ANY(bytes), entry->length);
+	status = ts_service_wait(ts_service_submit(TS_EXEC_LOAD, 0, dsm_segment_handle(seg), h));
+	if (status != TS_REQUEST_OK)
+		report_failure(entry, status, h);
+	*paths = h->paths;
+	*loaded = h->loaded != 0;
+	dsm_detach(seg);
+}
+
+/* Reset callback of a run's context: drop the request in flight, unmap the segment. */
+static void
+end_run(void *arg)
 {
 	TsGpuRun   *run = (TsGpuRun *) arg;
 
-	ts_gpu_runner_free(run->runner);
-	run->runner = NULL;
+	if (run->pending != 0)
+		ts_service_abandon(run->pending);
+	run->pending = 0;
+	if (run->segment != NULL)
+		dsm_detach(run->segment);
+	run->segment = NULL;
 }
 
 /* The device job of a run over a model of num_paths paths. */
@@ -134,72 +147,106 @@ job_for(const TsRunSpec *spec, bool host_importance, int64 num_paths)
 	return job;
 }
 
+/* Create the run's segment: header, feature slots, then two areas of rows and of results. */
+static void
+create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
+{
+	const TsPathTable *pt = run->entry->paths;
+	size_t		slots_bytes = sizeof(int32) * pt->num_features;
+	size_t		input_bytes = sizeof(float) * (size_t) max_rows * pt->num_features;
+	size_t		output_len = ts_gpu_job_result_len(job, pt->num_outputs, pt->num_features, max_rows);
+	uint64		at = ts_request_align(sizeof(TsRequestHeader));
+	TsRequestHeader *h;
+
+	check_segment_type();
+	run->segment = dsm_create(at + ts_request_align(slots_bytes) +
+							  TS_REQUEST_AREAS * (ts_request_align(input_bytes) +
+												  ts_request_align(output_len * sizeof(double))), 0);
+	dsm_pin_mapping(run->segment);	/* the run's context, not the resource owner, ends it */
+	h = run->header = dsm_segment_address(run->segment);
+	memset(h, 0, sizeof(*h));
+	h->magic = TS_REQUEST_MAGIC;
+	h->size = dsm_segment_map_length(run->segment);
+	h->model = model_key(run->entry);
+	h->job_kind = job->kind;
+	h->algorithm = job->algorithm;
+	h->precision = ts_gpu_precision == TS_GPU_PRECISION_SINGLE ? TS_GPU_FLOAT32 : TS_GPU_FLOAT64;
+	h->selected = job->selected;
+	h->num_features = pt->num_features;
+	h->num_outputs = pt->num_outputs;
+	h->max_rows = max_rows;
+	h->output_len = output_len;
+	h->feature_slot_offset = at;
+	if (job->feature_slot != NULL)
+		memcpy((char *) h + at, job->feature_slot, slots_bytes);
+	at += ts_request_align(slots_bytes);
+	for (int a = 0; a < TS_REQUEST_AREAS; a++)
+	{
+		h->input_offset[a] = at;
+		at += ts_request_align(input_bytes);
+		h->output_offset[a] = at;
+		at += ts_request_align(output_len * sizeof(double));
+	}
+}
+
 TsGpuRun *
 ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 {
 	static const TsRunSpec shap = {TS_RUN_SHAP, TS_INTERACTION_SHAPLEY, NULL};
-	char		msg[256] = "";
-	TsGpuPlan  *plan = plan_for(entry);
 	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap gpu run",
 											  ALLOCSET_SMALL_SIZES);
-	TsGpuRun   *run = MemoryContextAllocZero(ctx, sizeof(TsGpuRun));
+	MemoryContext old = MemoryContextSwitchTo(ctx);
+	TsGpuRun   *run = palloc0(sizeof(TsGpuRun));
 	const TsPathTable *pt = entry->paths;
 	TsGpuJob	job;
-	TsGpuStatus rc;
 
 	run->context = ctx;
-	run->plan = plan;
+	run->entry = entry;
 	run->spec = spec != NULL ? *spec : shap;
-	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && plan->packing->num_long > 0;
-	run->sums = MemoryContextAllocZero(ctx, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
-	run->scratch = MemoryContextAlloc(ctx, sizeof(double) *
-									  Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)));
+	run->long_paths = ts_pack_long_paths(pt, &run->num_long);
+	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && run->num_long > 0;
+	run->sums = palloc0(sizeof(double) * 2 * pt->num_outputs * pt->num_features);
+	run->scratch = palloc(sizeof(double) * Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)));
 	run->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
-	run->callback.func = free_runner;
+	run->callback.func = end_run;
 	run->callback.arg = run;
 	MemoryContextRegisterResetCallback(ctx, &run->callback);
+	MemoryContextSwitchTo(old);
 	job = job_for(&run->spec, run->host_importance, pt->num_paths);
-	rc = ts_gpu_runner_create(plan->table, max_rows,
-							  ts_gpu_precision == TS_GPU_PRECISION_SINGLE ? TS_GPU_FLOAT32 : TS_GPU_FLOAT64,
-							  &job, &run->runner, msg, sizeof(msg));
-	if (rc != TS_GPU_OK)
-	{
-		MemoryContextDelete(ctx);
-		report_gpu_error(rc, msg);
-	}
+	create_segment(run, &job, max_rows);
 	return run;
 }
 
 float *
 ts_gpu_run_input(TsGpuRun *run, int slot)
 {
-	return ts_gpu_runner_input(run->runner, slot);
+	return (float *) ((char *) run->header + run->header->input_offset[slot]);
 }
 
 void
 ts_gpu_run_submit(TsGpuRun *run, int slot, int32 nrows)
 {
-	char		msg[256] = "";
-	TsGpuStatus rc = ts_gpu_runner_submit(run->runner, slot, nrows, msg, sizeof(msg));
-
-	if (rc != TS_GPU_OK)
-		report_gpu_error(rc, msg);
+	Assert(run->pending == 0 && nrows >= 1 && nrows <= run->header->max_rows);
+	run->header->area = slot;
+	run->header->nrows = nrows;
+	run->pending = ts_service_submit(TS_EXEC_RUN, 0, dsm_segment_handle(run->segment), run->header);
 }
 
 /* Add what the CPU owes a finished batch: the paths too long for a warp. */
 static double *
 complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 {
-	const TsPathTable *pt = run->plan->paths;
+	const TsPathTable *pt = run->entry->paths;
 
 	switch (run->spec.kind)
 	{
 		case TS_RUN_SHAP:
-			ts_gpu_plan_add_long_paths(run->plan, run->algorithm, x, nrows, result, run->scratch);
+			ts_cpu_shap_add_paths_rows(pt, run->algorithm, run->long_paths, run->num_long, x, nrows,
+									   result, run->scratch);
 			return result;
 		case TS_RUN_INTERACTIONS:
-			ts_gpu_plan_add_long_interactions(run->plan, x, nrows, run->spec.method,
-											  run->spec.selection, result, run->scratch);
+			ts_interactions_add_paths_rows(pt, run->long_paths, run->num_long, x, nrows,
+										   run->spec.method, run->spec.selection, result, run->scratch);
 			for (int32 r = 0; r < nrows; r++)
 				ts_interactions_finish(pt->num_outputs, pt->num_features, run->spec.method,
 									   run->spec.selection,
@@ -209,7 +256,8 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 		case TS_RUN_IMPORTANCE:
 			if (!run->host_importance)
 				return result;
-			ts_gpu_plan_add_long_paths(run->plan, run->algorithm, x, nrows, result, run->scratch);
+			ts_cpu_shap_add_paths_rows(pt, run->algorithm, run->long_paths, run->num_long, x, nrows,
+									   result, run->scratch);
 			memset(run->sums, 0, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 			ts_importance_add_rows(result, nrows, pt->num_outputs, pt->num_features, run->sums);
 			return run->sums;
@@ -220,20 +268,23 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 double *
 ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 {
-	char		msg[256] = "";
-	double	   *phi = NULL;
-	TsGpuStatus rc;
+	int32		status;
+	int64		paths;
+	bool		loaded;
 
-	while ((rc = ts_gpu_runner_poll(run->runner, slot, msg, sizeof(msg))) == TS_GPU_NOT_READY)
+	for (int attempt = 1;; attempt++)
 	{
-		CHECK_FOR_INTERRUPTS();
-		pg_usleep(50);
+		status = ts_service_wait(run->pending);
+		run->pending = 0;
+		if (status != TS_REQUEST_NEED_MODEL || attempt > LOAD_ATTEMPTS)
+			break;
+		ts_gpu_load(run->entry, &paths, &loaded);
+		ts_gpu_run_submit(run, slot, nrows);
 	}
-	if (rc == TS_GPU_OK)
-		rc = ts_gpu_runner_wait(run->runner, slot, &phi, msg, sizeof(msg));
-	if (rc != TS_GPU_OK)
-		report_gpu_error(rc, msg);
-	return complete_batch(run, ts_gpu_runner_input(run->runner, slot), nrows, phi);
+	if (status != TS_REQUEST_OK)
+		report_failure(run->entry, status, run->header);
+	return complete_batch(run, ts_gpu_run_input(run, slot), nrows,
+						  (double *) ((char *) run->header + run->header->output_offset[slot]));
 }
 
 void
@@ -242,65 +293,30 @@ ts_gpu_run_end(TsGpuRun *run)
 	MemoryContextDelete(run->context);
 }
 
-#else							/* !TS_WITH_CUDA */
-
-/* A build without CUDA has no GPU path; ts_device_use_gpu never chooses it. */
-static bool
-gpu_present(void)
-{
-	return false;
-}
-
-TsGpuRun *
-ts_gpu_run_start(TsCachedModel *entry pg_attribute_unused(), int32 max_rows pg_attribute_unused(),
-				 const TsRunSpec *spec pg_attribute_unused())
-{
-	elog(ERROR, "pg_treeshap was built without CUDA");
-	return NULL;
-}
-
-float *
-ts_gpu_run_input(TsGpuRun *run pg_attribute_unused(), int slot pg_attribute_unused())
-{
-	return NULL;
-}
-
-void
-ts_gpu_run_submit(TsGpuRun *run pg_attribute_unused(), int slot pg_attribute_unused(),
-				  int32 nrows pg_attribute_unused())
-{
-}
-
-double *
-ts_gpu_run_wait(TsGpuRun *run pg_attribute_unused(), int slot pg_attribute_unused(),
-				int32 nrows pg_attribute_unused())
-{
-	return NULL;
-}
-
-void
-ts_gpu_run_end(TsGpuRun *run pg_attribute_unused())
-{
-}
-#endif
-
 bool
 ts_device_use_gpu(bool batches)
 {
+	TsServiceStatus st;
+
 	if (ts_device == TS_DEVICE_CPU)
 		return false;
+	ts_service_status(&st);
 	if (ts_device == TS_DEVICE_AUTO)
-		return batches && gpu_present();
-	if (!gpu_present())
+		return batches && st.state == TS_SERVICE_READY;
+	if (st.state == TS_SERVICE_NOT_LOADED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("treeshap.device is gpu, but the GPU service is not running"),
+				 errdetail("Every GPU computation runs in the GPU service, which starts with the server."),
+				 errhint("Add pg_treeshap to shared_preload_libraries and restart the server, or set treeshap.device to auto or cpu.")));
+	if (st.state != TS_SERVICE_READY)
+		st = ts_service_await_start();
+	if (st.state != TS_SERVICE_READY)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("treeshap.device is gpu, but no GPU can be used"),
-#ifdef TS_WITH_CUDA
-				 gpu_probe_message[0] != '\0' ? errdetail("%s", gpu_probe_message) :
-				 errdetail("No CUDA device is visible to this server."),
-#else
-				 errdetail("This build of pg_treeshap has no CUDA support."),
-#endif
+				 st.found.message[0] != '\0' ? errdetail("%s", st.found.message) :
+				 errdetail("The GPU service is %s.", ts_service_state_name(st.state)),
 				 errhint("Set treeshap.device to auto or cpu.")));
 	return true;
 }

@@ -1,7 +1,7 @@
 /*
- * ts_gpu_pg.h - the GPU path inside a backend: choosing the device, the
- * per-model plan kept with the cached model, and the pipelined run of one
- * call, whose device and pinned memory belong to a memory context.
+ * ts_gpu_pg.h - the GPU path of a backend, through the GPU service:
+ * choosing the device, shipping a model to the service, and the pipelined
+ * run of one call, whose shared memory belongs to a memory context.
  */
 #ifndef TS_GPU_PG_H
 #define TS_GPU_PG_H
@@ -27,11 +27,17 @@ typedef struct TsRunSpec
 } TsRunSpec;
 
 /*
- * Whether SHAP values go to the GPU. auto: when one is present (probed
- * lazily, once per backend) and the call explains batches of rows; gpu:
- * always, and an ERROR when no GPU can be used; cpu: never.
+ * Whether SHAP values go to the GPU. auto: when the GPU service is ready
+ * with a GPU and the call explains batches of rows; gpu: always, and an
+ * ERROR when the service is not preloaded or has no GPU; cpu: never.
  */
 extern bool ts_device_use_gpu(bool batches);
+
+/*
+ * Make the model resident in the GPU service (shipping its bytes unless
+ * the service holds that version): its paths, and whether this call loaded it.
+ */
+extern void ts_gpu_load(TsCachedModel *entry, int64 *paths, bool *loaded);
 
 /*
  * Start a run over batches of up to max_rows rows (builds the model's plan on
@@ -39,7 +45,7 @@ extern bool ts_device_use_gpu(bool batches);
  */
 extern TsGpuRun *ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec);
 
-/* Pinned input buffer of a slot (max_rows x num_features float32). */
+/* Input area of a slot, in shared memory (max_rows x num_features float32). */
 extern float *ts_gpu_run_input(TsGpuRun *run, int slot);
 
 extern void ts_gpu_run_submit(TsGpuRun *run, int slot, int32 nrows);
@@ -50,7 +56,7 @@ extern void ts_gpu_run_submit(TsGpuRun *run, int slot, int32 nrows);
  */
 extern double *ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows);
 
-/* Free the run's device and pinned memory (also done by ERROR cleanup). */
+/* End the run: its request dropped, its segment unmapped (also done by ERROR cleanup). */
 extern void ts_gpu_run_end(TsGpuRun *run);
 
 #endif							/* TS_GPU_PG_H */

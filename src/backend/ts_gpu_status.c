@@ -2,8 +2,9 @@
  * ts_gpu_status.c - treeshap._gpu_status(), behind the view
  * treeshap.gpu_status: the GPU service's state, its worker and executor
  * processes and its devices, read from shared memory (no CUDA call in the
- * backend); and treeshap._service_ping(), a round trip to the executor. One row per device, or one
- * row with NULL device columns when the service has none or is not loaded.
+ * backend), one row per device, or one row with NULL device columns when
+ * the service has none or is not loaded; and two diagnostics of the
+ * request path: treeshap._service_ping() and treeshap._service_load().
  */
 #include "postgres.h"
 
@@ -13,12 +14,16 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "backend/ts_catalog.h"
+#include "backend/ts_gpu_pg.h"
+#include "executor/spi.h"
 #include "service/ts_service.h"
 
 #define GPU_STATUS_COLUMNS 12
 
 PG_FUNCTION_INFO_V1(treeshap_gpu_status);
 PG_FUNCTION_INFO_V1(treeshap_service_ping);
+PG_FUNCTION_INFO_V1(treeshap_service_load);
 
 /* One row: the service's columns, then device i's (NULL when i < 0). */
 static void
@@ -82,4 +87,41 @@ Datum
 treeshap_service_ping(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_FLOAT8(ts_service_ping(PG_GETARG_INT32(0)));
+}
+
+/*
+ * treeshap._service_load(model): make the model's current version resident
+ * in the GPU service (its executor reads the bytes shipped to it, and
+ * uploads them when it has a GPU): its paths as the executor counts them,
+ * and whether this call loaded it or found it resident.
+ */
+Datum
+treeshap_service_load(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	TsCachedModel *volatile entry = NULL;
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int64		paths = 0;
+	bool		loaded = false;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	SPI_connect();
+	PG_TRY();
+	{
+		entry = ts_model_acquire(name);
+		ts_gpu_load(entry, &paths, &loaded);
+	}
+	PG_FINALLY();
+	{
+		if (entry != NULL)
+			ts_model_release(entry);
+	}
+	PG_END_TRY();
+	SPI_finish();
+	values[0] = Int64GetDatum(paths);
+	values[1] = BoolGetDatum(loaded);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -31,7 +31,18 @@ typedef struct TsError
 extern bool ts_fail(TsError *err, TsErrorCode code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
-/* Allocator hooks: provided by ts_alloc_pg.c (palloc) or ts_alloc_std.c (malloc). */
+/* The allocator ts_alloc uses (base/ts_alloc.c): malloc unless a process installs another. */
+typedef struct TsAllocator
+{
+	void	   *(*alloc) (size_t size);
+	void	   *(*alloc0) (size_t size);
+	void	   *(*realloc) (void *ptr, size_t size);
+	void		(*free) (void *ptr);
+} TsAllocator;
+
+extern const TsAllocator ts_malloc_allocator;
+extern void ts_use_allocator(const TsAllocator *a);
+
 extern void *ts_alloc(size_t size);
 extern void *ts_alloc0(size_t size);
 extern void *ts_realloc(void *ptr, size_t size);

@@ -160,6 +160,18 @@ ts_interactions_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t n
 }
 
 void
+ts_interactions_add_paths_rows(const TsPathTable *pt, const int64_t *paths, int64_t npaths,
+							   const float *x, int64_t nrows, TsInteractionMethod method,
+							   const TsFeatureSelection *sel, double *out, double *scratch)
+{
+	size_t		row_width = (size_t) pt->num_outputs * sel->count * pt->num_features;
+
+	for (int64_t r = 0; npaths > 0 && r < nrows; r++)
+		ts_interactions_add_paths(pt, paths, npaths, x + (size_t) r * pt->num_features, method, sel,
+								  out + (size_t) r * row_width, scratch);
+}
+
+void
 ts_interactions_finish(int32_t num_outputs, int32_t num_features, TsInteractionMethod method,
 					   const TsFeatureSelection *sel, double *out)
 {

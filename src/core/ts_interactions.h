@@ -47,6 +47,11 @@ extern void ts_interactions_add_paths(const TsPathTable *pt, const int64_t *path
 									  const float *row, TsInteractionMethod method,
 									  const TsFeatureSelection *sel, double *out, double *scratch);
 
+/* The same for nrows rows of x into out (nrows x outputs x selected x features). */
+extern void ts_interactions_add_paths_rows(const TsPathTable *pt, const int64_t *paths, int64_t npaths,
+										   const float *x, int64_t nrows, TsInteractionMethod method,
+										   const TsFeatureSelection *sel, double *out, double *scratch);
+
 /* Turn raw terms into the result: for Shapley, diagonal minus its row's other entries. */
 extern void ts_interactions_finish(int32_t num_outputs, int32_t num_features,
 								   TsInteractionMethod method, const TsFeatureSelection *sel,

@@ -169,15 +169,27 @@ ts_pack_paths(const TsPathTable *pt, TsPackAlgo algo)
 		pk->packed_elements += path_len(pt, order[i]);
 	}
 
-	pk->num_long = pt->num_paths - n;
-	pk->long_paths = ts_alloc((size_t) (pk->num_long + 1) * sizeof(int64_t));
-	n = 0;
-	for (int64_t p = 0; p < pt->num_paths; p++)
-		if (path_len(pt, p) > TS_PACK_LANES)
-			pk->long_paths[n++] = p;
+	pk->long_paths = ts_pack_long_paths(pt, &pk->num_long);
 	ts_free(order);
 	ts_free(bin_of);
 	return pk;
+}
+
+int64_t *
+ts_pack_long_paths(const TsPathTable *pt, int64_t *count)
+{
+	int64_t		n = 0;
+	int64_t    *paths;
+
+	for (int64_t p = 0; p < pt->num_paths; p++)
+		n += path_len(pt, p) > TS_PACK_LANES;
+	paths = ts_alloc((size_t) (n + 1) * sizeof(int64_t));
+	n = 0;
+	for (int64_t p = 0; p < pt->num_paths; p++)
+		if (path_len(pt, p) > TS_PACK_LANES)
+			paths[n++] = p;
+	*count = n;
+	return paths;
 }
 
 void

@@ -32,6 +32,9 @@ typedef struct TsPacking
 extern TsPacking *ts_pack_paths(const TsPathTable *pt, TsPackAlgo algo);
 extern void ts_pack_free(TsPacking *pk);
 
+/* The paths longer than a bin, in table order (what the CPU route explains), and their count. */
+extern int64_t *ts_pack_long_paths(const TsPathTable *pt, int64_t *count);
+
 /* Share of lanes that hold a path element: sum of lengths / (32 * bins). */
 extern double ts_pack_utilisation(const TsPacking *pk);
 

@@ -142,6 +142,17 @@ ts_cpu_shap_add_paths(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t 
 }
 
 void
+ts_cpu_shap_add_paths_rows(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t *paths,
+						   int64_t npaths, const float *x, int64_t nrows, double *phi, double *scratch)
+{
+	size_t		row_width = (size_t) pt->num_outputs * (pt->num_features + 1);
+
+	for (int64_t r = 0; npaths > 0 && r < nrows; r++)
+		ts_cpu_shap_add_paths(pt, alg, paths, npaths, x + (size_t) r * pt->num_features,
+							  phi + (size_t) r * row_width, scratch);
+}
+
+void
 ts_cpu_shap_row(const TsPathTable *pt, TsShapAlgorithm alg, const float *row, double *phi,
 				double *scratch)
 {

@@ -20,6 +20,14 @@ typedef enum TsShapAlgorithm
 extern size_t ts_cpu_scratch_len(const TsPathTable *pt);
 
 /*
+ * The same for nrows rows of x into phi (nrows x outputs x (features + 1)):
+ * how GPU results are completed with the paths too long for a warp.
+ */
+extern void ts_cpu_shap_add_paths_rows(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t *paths,
+									   int64_t npaths, const float *x, int64_t nrows, double *phi,
+									   double *scratch);
+
+/*
  * Contributions of one row (float32 features, NaN = missing) into phi, of
  * num_outputs * (num_features + 1) doubles; phi is overwritten.
  */

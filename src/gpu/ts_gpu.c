@@ -141,33 +141,3 @@ ts_gpu_plan_release_device(TsGpuPlan *plan)
 	ts_gpu_table_free(plan->table);
 	plan->table = NULL;
 }
-
-void
-ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, TsShapAlgorithm alg, const float *x, int64_t nrows,
-						   double *phi, double *scratch)
-{
-	const TsPathTable *pt = plan->paths;
-	size_t		row_width = (size_t) pt->num_outputs * (pt->num_features + 1);
-
-	if (plan->packing->num_long == 0)
-		return;
-	for (int64_t r = 0; r < nrows; r++)
-		ts_cpu_shap_add_paths(pt, alg, plan->packing->long_paths, plan->packing->num_long,
-							  x + (size_t) r * pt->num_features, phi + (size_t) r * row_width, scratch);
-}
-
-void
-ts_gpu_plan_add_long_interactions(const TsGpuPlan *plan, const float *x, int64_t nrows,
-								  TsInteractionMethod method, const TsFeatureSelection *sel,
-								  double *out, double *scratch)
-{
-	const TsPathTable *pt = plan->paths;
-	size_t		row_width = (size_t) pt->num_outputs * sel->count * pt->num_features;
-
-	if (plan->packing->num_long == 0)
-		return;
-	for (int64_t r = 0; r < nrows; r++)
-		ts_interactions_add_paths(pt, plan->packing->long_paths, plan->packing->num_long,
-								  x + (size_t) r * pt->num_features, method, sel,
-								  out + (size_t) r * row_width, scratch);
-}

@@ -32,21 +32,4 @@ extern TsGpuStatus ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsG
 /* Free the device table (host memory belongs to the caller's allocator). */
 extern void ts_gpu_plan_release_device(TsGpuPlan *plan);
 
-/*
- * Add the contributions of paths longer than a warp to GPU results
- * (nrows x outputs x (features + 1)) with the CPU algorithm alg; scratch holds
- * ts_cpu_scratch_len doubles.
- */
-extern void ts_gpu_plan_add_long_paths(const TsGpuPlan *plan, TsShapAlgorithm alg, const float *x,
-									   int64_t nrows, double *phi, double *scratch);
-
-/*
- * The same for interaction terms (nrows x outputs x selected x features), before
- * ts_interactions_finish; scratch holds ts_interactions_scratch_len doubles.
- */
-extern void ts_gpu_plan_add_long_interactions(const TsGpuPlan *plan, const float *x, int64_t nrows,
-											  TsInteractionMethod method,
-											  const TsFeatureSelection *sel, double *out,
-											  double *scratch);
-
 #endif							/* TS_GPU_H */

@@ -16,7 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/ts_core.h"
+#include "service/ts_exec_serve.h"
 #include "service/ts_executor.h"
+#include "service/ts_request.h"
 
 TsExecutorReport *
 ts_executor_map_report(void)
@@ -135,7 +138,10 @@ take_message(int in_fd, const TsExecMsg *current, bool *cancelled)
 			TsExecMsg  *m = &backlog.msg[(backlog.head + i) % BACKLOG];
 
 			if (m->slot == msg.slot && m->seq == msg.seq)
+			{
 				m->arg = 0;
+				m->result = TS_REQUEST_CANCELLED;
+			}
 		}
 		return;
 	}
@@ -177,31 +183,68 @@ ping_wait(int in_fd, const TsExecMsg *current, int ms)
 	}
 }
 
-/* Answer one request: result 0 when served, -1 when cancelled. */
-static void
-serve(int in_fd, const TsExecMsg *in, TsExecMsg *out)
+/* What a request being served needs to see its cancellation. */
+typedef struct CancelWatch
 {
+	int			in_fd;
+	const TsExecMsg *current;
+	bool		cancelled;
+} CancelWatch;
+
+/* Read what the pipe holds now, without waiting: whether the current request was cancelled. */
+static bool
+cancel_requested(void *arg)
+{
+	CancelWatch *w = (CancelWatch *) arg;
+	struct pollfd pfd = {w->in_fd, POLLIN, 0};
+
+	while (!w->cancelled && !backlog.closed && backlog.count < BACKLOG && poll(&pfd, 1, 0) > 0)
+		take_message(w->in_fd, w->current, &w->cancelled);
+	return w->cancelled || backlog.closed;
+}
+
+/*
+ * Answer one request: result 0 when served, -1 (TS_REQUEST_CANCELLED) when
+ * cancelled, a TsRequestStatus otherwise; *fatal after a CUDA fault.
+ */
+static void
+serve(int in_fd, const TsExecMsg *in, TsExecMsg *out, bool *fatal)
+{
+	CancelWatch watch = {in_fd, in, false};
+
 	*out = *in;
 	out->kind = TS_EXEC_DONE;
 	out->result = 0;
-	if (in->kind == TS_EXEC_PING && in->arg > 0 && !ping_wait(in_fd, in, in->arg))
-		out->result = -1;
+	*fatal = false;
+	if (in->result == TS_REQUEST_CANCELLED)
+		out->result = TS_REQUEST_CANCELLED;
+	else if (in->kind == TS_EXEC_PING && in->arg > 0 && !ping_wait(in_fd, in, in->arg))
+		out->result = TS_REQUEST_CANCELLED;
+	else if (in->kind == TS_EXEC_LOAD || in->kind == TS_EXEC_RUN)
+		out->result = ts_exec_serve(in, cancel_requested, &watch, fatal);
 }
 
-/* The child: probe, report ready, then answer requests in order until its parent goes. */
+/*
+ * The child: probe, report ready, then answer requests in order until its
+ * parent goes, or until a CUDA fault, after which its parent starts a
+ * fresh executor. Its memory is malloc's: no PostgreSQL code runs here.
+ */
 static void
-executor_main(TsExecutorReport *r, int out_fd, int in_fd, pid_t parent)
+executor_main(TsExecutorReport *r, int out_fd, int in_fd, pid_t parent, int segment_type)
 {
-	TsExecMsg	msg = {TS_EXEC_READY, -1, 0, 0, 0};
+	TsExecMsg	msg = {TS_EXEC_READY, -1, 0, 0, 0, 0, 0};
 	TsExecMsg	reply;
 	bool		unused;
+	bool		fatal = false;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
 	reset_signals();
 	signal(SIGPIPE, SIG_IGN);
+	ts_use_allocator(&ts_malloc_allocator);
 	probe(r);
+	ts_exec_serve_init(segment_type, r->num_devices > 0);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!send_msg(out_fd, &msg))
 		_exit(1);
@@ -214,11 +257,11 @@ executor_main(TsExecutorReport *r, int out_fd, int in_fd, pid_t parent)
 		msg = backlog.msg[backlog.head];
 		backlog.head = (backlog.head + 1) % BACKLOG;
 		backlog.count--;
-		serve(in_fd, &msg, &reply);
-		if (!send_msg(out_fd, &reply))
+		serve(in_fd, &msg, &reply, &fatal);
+		if (!send_msg(out_fd, &reply) || fatal)
 			break;
 	}
-	_exit(0);
+	_exit(fatal ? 2 : 0);
 }
 
 bool
@@ -253,7 +296,7 @@ ts_executor_start(TsExecutor *ex)
 	{
 		close(up[0]);
 		close(down[1]);
-		executor_main(ex->report, up[1], down[0], parent);
+		executor_main(ex->report, up[1], down[0], parent, ex->segment_type);
 		_exit(0);
 	}
 	close(up[1]);

@@ -33,7 +33,9 @@ typedef enum TsExecMsgKind
 	TS_EXEC_READY = 1,			/* executor -> worker: the report is filled */
 	TS_EXEC_PING = 2,			/* worker -> executor: wait arg ms, then answer */
 	TS_EXEC_DONE = 3,			/* executor -> worker: request (slot, seq) answered */
-	TS_EXEC_CANCEL = 4			/* worker -> executor: request (slot, seq) was abandoned */
+	TS_EXEC_CANCEL = 4,			/* worker -> executor: request (slot, seq) was abandoned */
+	TS_EXEC_LOAD = 5,			/* worker -> executor: make the segment's model resident */
+	TS_EXEC_RUN = 6				/* worker -> executor: explain the segment's batch */
 } TsExecMsgKind;
 
 typedef struct TsExecMsg
@@ -42,8 +44,19 @@ typedef struct TsExecMsg
 	int32_t		slot;			/* the requesting backend's slot */
 	uint64_t	seq;			/* which of its requests */
 	int32_t		arg;
-	int32_t		result;
+	int32_t		result;			/* DONE: 0 or a TsRequestStatus */
+	uint32_t	segment;		/* LOAD, RUN: the payload's dynamic shared memory handle */
+	int32_t		unused;
 } TsExecMsg;
+
+/*
+ * How payload segments are named (PostgreSQL's dynamic_shared_memory_type,
+ * whose values these mirror): POSIX shared memory "/PostgreSQL.<handle>",
+ * or the file "pg_dynshmem/mmap.<handle>" under the data directory, the
+ * executor's working directory.
+ */
+#define TS_SEGMENT_POSIX 1
+#define TS_SEGMENT_MMAP 4
 
 /* A running executor as its parent sees it. */
 typedef struct TsExecutor
@@ -52,6 +65,7 @@ typedef struct TsExecutor
 	int			pipe_fd;		/* read end of its messages; end of file when it is gone */
 	int			request_fd;		/* write end of its requests */
 	TsExecutorReport *report;	/* shared with the child */
+	int			segment_type;	/* TS_SEGMENT_POSIX or TS_SEGMENT_MMAP */
 } TsExecutor;
 
 /* Map the report shared between parent and children (once, before any fork). */

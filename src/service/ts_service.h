@@ -68,6 +68,7 @@ typedef struct TsServiceSlot
 	uint64		seq;			/* the backend's request number */
 	int32		kind;			/* TsExecMsgKind of the request */
 	int32		arg;
+	uint32		segment;		/* its payload (ts_request.h), or 0 */
 	int32		result;
 	char		error[160];
 } TsServiceSlot;
@@ -87,6 +88,31 @@ extern TsServiceShared *ts_service_shared(void);
 
 /* Round trip to the executor, which waits wait_ms first: milliseconds; ERROR on any failure. */
 extern double ts_service_ping(int32 wait_ms);
+
+/*
+ * Queue a request of this backend (one at a time) with its payload
+ * segment (0: none) and wake the worker; header, when given, is the
+ * segment's, stamped with the request's slot and sequence number first.
+ * Returns the sequence number. ERROR when the service is not running.
+ */
+struct TsRequestHeader;
+extern uint64 ts_service_submit(int32 kind, int32 arg, uint32 segment, struct TsRequestHeader *header);
+
+/*
+ * Wait for the answer to request seq: the executor's result. ERROR when
+ * it fails, the service goes, or the wait is interrupted (cancel,
+ * statement_timeout, terminate), abandoning the request.
+ */
+extern int32 ts_service_wait(uint64 seq);
+
+/*
+ * The service's state once it has started (ready, or no device), waiting
+ * up to 10 s while its worker or executor starts; cancel interrupts it.
+ */
+extern TsServiceStatus ts_service_await_start(void);
+
+/* Stop waiting for request seq (a run that ends early); its answer is dropped. */
+extern void ts_service_abandon(uint64 seq);
 
 /* From _PG_init while preloading: ask for shared memory and register the worker. */
 extern void ts_service_register(void);

@@ -60,6 +60,7 @@ take_slot(TsServiceShared *sh, int i, TsSlotState from, TsSlotState to, TsExecMs
 		msg->slot = i;
 		msg->seq = slot->seq;
 		msg->arg = slot->arg;
+		msg->segment = slot->segment;
 		if (msg->kind == 0)
 			msg->kind = slot->kind;
 	}
@@ -72,8 +73,8 @@ ts_relay_dispatch(TsServiceShared *sh, TsExecutor *ex, bool ready)
 {
 	for (int i = 0; i < sh->num_slots; i++)
 	{
-		TsExecMsg	request = {0, 0, 0, 0, 0};
-		TsExecMsg	cancel = {TS_EXEC_CANCEL, 0, 0, 0, 0};
+		TsExecMsg	request = {0, 0, 0, 0, 0, 0, 0};
+		TsExecMsg	cancel = {TS_EXEC_CANCEL, 0, 0, 0, 0, 0, 0};
 
 		if (take_slot(sh, i, TS_SLOT_QUEUED, TS_SLOT_SENT, &request))
 		{

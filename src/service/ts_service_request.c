@@ -16,10 +16,15 @@
 #include "utils/wait_event.h"
 
 #include "service/ts_executor.h"
+#include "service/ts_request.h"
 #include "service/ts_service.h"
 
 /* How often a waiting backend checks that the worker it asked is still there. */
 #define WORKER_CHECK_MS 100
+
+/* How long a call that needs the GPU waits for a starting service, and how often it looks. */
+#define START_WAIT_MS 10000
+#define START_POLL_MS 20
 
 static bool exit_hook_set = false;
 
@@ -45,16 +50,29 @@ running_service(int *worker_pid)
 	return sh;
 }
 
-/* Fill this backend's slot with a request and queue it; its sequence number. */
+/*
+ * Fill this backend's slot with a request and queue it; its sequence
+ * number. The payload's header is stamped before the request is visible.
+ */
 static uint64
-queue_request(TsServiceSlot *slot, int32 kind, int32 arg)
+queue_request(TsServiceSlot *slot, int32 kind, int32 arg, uint32 segment, TsRequestHeader *header)
 {
 	uint64		seq;
 
 	SpinLockAcquire(&slot->mutex);
-	seq = ++slot->seq;
+	seq = slot->seq + 1;		/* only this backend moves its slot's seq */
+	SpinLockRelease(&slot->mutex);
+	if (header != NULL)
+	{
+		header->slot = MyProc->pgprocno;
+		header->seq = seq;
+		pg_write_barrier();
+	}
+	SpinLockAcquire(&slot->mutex);
+	slot->seq = seq;
 	slot->kind = kind;
 	slot->arg = arg;
+	slot->segment = segment;
 	slot->state = TS_SLOT_QUEUED;
 	SpinLockRelease(&slot->mutex);
 	return seq;
@@ -144,15 +162,14 @@ check_worker(int worker_pid)
 				 errmsg("the GPU service stopped during this request")));
 }
 
-/* Send one request to the executor and wait for its result. */
-static int32
-call_service(int32 kind, int32 arg)
+/* The worker that took this backend's last request (checked while waiting). */
+static int	request_worker_pid = 0;
+
+uint64
+ts_service_submit(int32 kind, int32 arg, uint32 segment, TsRequestHeader *header)
 {
-	int			worker_pid;
-	TsServiceShared *sh = running_service(&worker_pid);
-	TsServiceSlot *slot;
+	TsServiceShared *sh = running_service(&request_worker_pid);
 	uint64		seq;
-	int32		result = 0;
 
 	if (MyProc == NULL || MyProc->pgprocno >= sh->num_slots)
 		elog(ERROR, "this process has no GPU service request slot");
@@ -161,14 +178,32 @@ call_service(int32 kind, int32 arg)
 		before_shmem_exit(abandon_at_exit, (Datum) 0);
 		exit_hook_set = true;
 	}
-	slot = &sh->slots[MyProc->pgprocno];
-	seq = queue_request(slot, kind, arg);
+	seq = queue_request(&sh->slots[MyProc->pgprocno], kind, arg, segment, header);
 	wake_worker(sh);
+	return seq;
+}
+
+void
+ts_service_abandon(uint64 seq)
+{
+	TsServiceShared *sh = ts_service_shared();
+
+	if (sh != NULL && MyProc != NULL && MyProc->pgprocno < sh->num_slots)
+		abandon_request(sh, &sh->slots[MyProc->pgprocno], seq);
+}
+
+int32
+ts_service_wait(uint64 seq)
+{
+	TsServiceShared *sh = ts_service_shared();
+	TsServiceSlot *slot = &sh->slots[MyProc->pgprocno];
+	int32		result = 0;
+
 	PG_TRY();
 	{
 		while (!take_answer(slot, seq, &result))
 		{
-			check_worker(worker_pid);
+			check_worker(request_worker_pid);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 WORKER_CHECK_MS, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
@@ -184,6 +219,24 @@ call_service(int32 kind, int32 arg)
 	return result;
 }
 
+TsServiceStatus
+ts_service_await_start(void)
+{
+	TsServiceStatus st;
+
+	for (int waited = 0;; waited += START_POLL_MS)
+	{
+		ts_service_status(&st);
+		if (st.state == TS_SERVICE_READY || st.state == TS_SERVICE_NO_DEVICE ||
+			st.state == TS_SERVICE_NOT_LOADED || waited >= START_WAIT_MS)
+			return st;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 START_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 double
 ts_service_ping(int32 wait_ms)
 {
@@ -195,7 +248,7 @@ ts_service_ping(int32 wait_ms)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("wait_ms must be between 0 and 60000")));
 	INSTR_TIME_SET_CURRENT(start);
-	(void) call_service(TS_EXEC_PING, wait_ms);
+	(void) ts_service_wait(ts_service_submit(TS_EXEC_PING, wait_ms, 0, NULL));
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	return INSTR_TIME_GET_MILLISEC(elapsed);

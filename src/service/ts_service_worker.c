@@ -14,6 +14,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/dsm_impl.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -28,7 +29,7 @@
 /* Delay before a dead executor is replaced: a GPU that kills it at once costs little. */
 #define EXECUTOR_RESTART_MS 1000
 
-static TsExecutor executor = {0, -1, -1, NULL};
+static TsExecutor executor = {0, -1, -1, NULL, TS_SEGMENT_POSIX};
 
 /* On exit: stop the executor; no service runs until the postmaster starts the next. */
 static void
@@ -160,6 +161,7 @@ ts_service_main(Datum arg pg_attribute_unused())
 	st.started_at = GetCurrentTimestamp();
 	ts_service_publish(&st);
 	executor.report = ts_executor_map_report();
+	executor.segment_type = dynamic_shared_memory_type == DSM_IMPL_MMAP ? TS_SEGMENT_MMAP : TS_SEGMENT_POSIX;
 	if (executor.report == NULL)
 		ereport(FATAL,
 				(errcode(ERRCODE_OUT_OF_MEMORY),

@@ -1,0 +1,108 @@
+/*
+ * ts_exec_models.c - the executor's resident models (ts_exec_models.h).
+ * A linear table: a server keeps a handful of models on its GPUs, and a
+ * lookup is one comparison of 32 bytes per entry.
+ */
+#include "service/ts_exec_models.h"
+
+#include <string.h>
+
+static TsResidentModel models[TS_EXEC_MAX_MODELS];
+static uint64_t request_clock;
+
+/* Whether two keys name the same model version with the same bytes. */
+static bool
+same_key(const TsModelKey *a, const TsModelKey *b)
+{
+	return a->database == b->database && a->version == b->version &&
+		a->length == b->length && a->digest == b->digest;
+}
+
+void
+ts_resident_drop_runner(TsResidentModel *m)
+{
+#ifdef TS_WITH_CUDA
+	if (m->runner != NULL)
+		ts_gpu_runner_free(m->runner);
+	m->runner = NULL;
+	ts_free(m->feature_slot);
+	m->feature_slot = NULL;
+#else
+	(void) m;
+#endif
+}
+
+void
+ts_resident_remove(TsResidentModel *m)
+{
+	ts_resident_drop_runner(m);
+#ifdef TS_WITH_CUDA
+	if (m->plan != NULL)
+	{
+		ts_gpu_plan_release_device(m->plan);
+		ts_pack_free(m->plan->packing);
+		ts_free(m->plan);
+	}
+#endif
+	ts_paths_free(m->paths);
+	ts_model_free(m->model);
+	memset(m, 0, sizeof(*m));
+}
+
+TsResidentModel *
+ts_resident_find(const TsModelKey *key)
+{
+	for (int i = 0; i < TS_EXEC_MAX_MODELS; i++)
+		if (models[i].used && same_key(&models[i].key, key))
+		{
+			models[i].hits++;
+			models[i].last_use = ++request_clock;
+			return &models[i];
+		}
+	return NULL;
+}
+
+/* The least recently used entry other than keep, or NULL. */
+static TsResidentModel *
+least_recent(const TsResidentModel *keep)
+{
+	TsResidentModel *lru = NULL;
+
+	for (int i = 0; i < TS_EXEC_MAX_MODELS; i++)
+		if (models[i].used && &models[i] != keep &&
+			(lru == NULL || models[i].last_use < lru->last_use))
+			lru = &models[i];
+	return lru;
+}
+
+bool
+ts_resident_evict_one(const TsResidentModel *keep)
+{
+	TsResidentModel *lru = least_recent(keep);
+
+	if (lru == NULL)
+		return false;
+	ts_resident_remove(lru);
+	return true;
+}
+
+TsResidentModel *
+ts_resident_add(const TsModelKey *key, TsModel *model, TsPathTable *paths)
+{
+	TsResidentModel *m = NULL;
+
+	for (int i = 0; i < TS_EXEC_MAX_MODELS && m == NULL; i++)
+		if (!models[i].used)
+			m = &models[i];
+	if (m == NULL)
+	{
+		m = least_recent(NULL);
+		ts_resident_remove(m);
+	}
+	m->used = true;
+	m->key = *key;
+	m->model = model;
+	m->paths = paths;
+	m->last_use = ++request_clock;
+	return m;
+}
