@@ -16,9 +16,9 @@ static inline TsGpuStatus
 ts_cuda_status(cudaError_t rc, const char *what, char *msg, size_t msglen)
 {
 	cudaGetLastError();
+	snprintf(msg, msglen, "%s: %s", what, cudaGetErrorString(rc));
 	if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver)
 		return TS_GPU_NO_DEVICE;
-	snprintf(msg, msglen, "%s: %s", what, cudaGetErrorString(rc));
 	if (rc == cudaErrorMemoryAllocation)
 		return TS_GPU_OUT_OF_MEMORY;
 	return TS_GPU_ERROR;

@@ -147,6 +147,24 @@ job_for(const TsRunSpec *spec, bool host_importance, int64 num_paths)
 	return job;
 }
 
+/*
+ * ERROR 53200 when one batch's rows and results exceed the GPU's memory:
+ * no launch could hold them, and shared memory that size would be wasted.
+ */
+static void
+check_fits_device(int32 max_rows, size_t batch_bytes)
+{
+	TsServiceStatus st;
+
+	ts_service_status(&st);
+	if (st.found.num_devices > 0 && batch_bytes > (size_t) st.found.devices[0].total_memory)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of GPU memory: a batch of %d rows needs %zu MB for its rows and results, the GPU has %lld MB",
+						max_rows, batch_bytes >> 20, st.found.devices[0].total_memory >> 20),
+				 errhint("Lower treeshap.batch_rows, or set treeshap.device to cpu.")));
+}
+
 /* Create the run's segment: header, feature slots, then two areas of rows and of results. */
 static void
 create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
@@ -159,6 +177,7 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 	TsRequestHeader *h;
 
 	check_segment_type();
+	check_fits_device(max_rows, input_bytes + output_len * sizeof(double));
 	run->segment = dsm_create(at + ts_request_align(slots_bytes) +
 							  TS_REQUEST_AREAS * (ts_request_align(input_bytes) +
 												  ts_request_align(output_len * sizeof(double))), 0);

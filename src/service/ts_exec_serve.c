@@ -101,7 +101,7 @@ gpu_failure(TsRequestHeader *h, TsGpuStatus rc, const char *msg, bool *fatal)
 	if (rc == TS_GPU_OUT_OF_MEMORY)
 		return answer(h, TS_REQUEST_OUT_OF_MEMORY, "%s", msg);
 	*fatal = true;
-	return answer(h, TS_REQUEST_FAILED, "GPU failure: %s", msg);
+	return answer(h, TS_REQUEST_FAILED, "GPU failure: %s (status %d)", msg, (int) rc);
 }
 
 /* Upload a new model's layout, evicting others while the GPU is out of memory. */
@@ -272,11 +272,12 @@ run(Segment *seg, TsCancelCheck cancelled, void *arg, bool *fatal)
 	memcpy(ts_gpu_runner_input(m->runner, 0), (const char *) h + h->input_offset[h->area],
 		   (size_t) h->nrows * h->num_features * sizeof(float));
 	rc = ts_gpu_runner_submit(m->runner, 0, h->nrows, msg, sizeof(msg));
-	while (rc == TS_GPU_OK && (rc = ts_gpu_runner_poll(m->runner, 0, msg, sizeof(msg))) == TS_GPU_NOT_READY)
-	{
-		stopped = stopped || cancelled(arg);
-		pause_briefly();
-	}
+	if (rc == TS_GPU_OK)
+		while ((rc = ts_gpu_runner_poll(m->runner, 0, msg, sizeof(msg))) == TS_GPU_NOT_READY)
+		{
+			stopped = stopped || cancelled(arg);
+			pause_briefly();
+		}
 	if (rc == TS_GPU_OK)
 		rc = ts_gpu_runner_wait(m->runner, 0, &phi, msg, sizeof(msg));
 	if (rc != TS_GPU_OK)
