@@ -8,7 +8,9 @@
 #     bench/run.sh [MODEL ...]        default: the whole grid of bench/grid.py
 # TS_BENCH_INTERACTIONS=1 adds interaction values on 200 rows (GPU kernel
 # against XGBoost's CPU pred_interactions) and feature_importance;
-# TS_BENCH_JOBS=1 adds explain_into against explain_shap_wide (bench/jobs_bench.py).
+# TS_BENCH_JOBS=1 adds explain_into against explain_shap_wide (bench/jobs_bench.py);
+# TS_BENCH_CONCURRENCY=1 adds 1, 8, 32 and 64 sessions splitting 1M rows
+# (bench/concurrency.py: pg_treeshap preloaded, max_connections >= 70, psycopg2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${TS_BENCH_WORK:-/tmp/ts_bench}
@@ -31,6 +33,9 @@ for name in "${models[@]}"; do
   bench/build/ts_bench "$WORK/$name.json" "$WORK/$name.rows.f32" 10000 $reps $check ${TS_BENCH_INTERACTIONS:+200} \
     | sed "s/^{/{\"kind\": \"kernel\", \"name\": \"$name\", /" | tee -a "$WORK/results.jsonl"
   python3 bench/sql_bench.py "$WORK" "$name" | tee -a "$WORK/results.jsonl"
+  if [ -n "${TS_BENCH_CONCURRENCY:-}" ]; then
+    python3 bench/concurrency.py "$WORK" "$name" | tee -a "$WORK/results.jsonl"
+  fi
   if [ -n "${TS_BENCH_JOBS:-}" ]; then
     case $name in fashion_mnist-*|*-large) jrows=20000 ;; *) jrows=500000 ;; esac
     for batch in 10000 100000; do
