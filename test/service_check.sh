@@ -57,6 +57,7 @@ rm -f "$err" "$err.kill"
 # a backend terminated while its request runs loses only that request: the executor drops it
 psql -X -At -c "SELECT treeshap._service_ping(8000) /* terminated */" >/dev/null 2>&1 &
 sleep 0.5
+depth_running=$(q "SELECT queue_depth FROM treeshap.gpu_status LIMIT 1")
 killed=$(q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
              WHERE query LIKE '%_service_ping(8000) /* terminated */%' AND pid <> pg_backend_pid()")
 sleep 0.2
@@ -66,5 +67,8 @@ t1=$(date +%s.%N)
 wait
 check "$([ "$killed" = 1 ] && [ "$next" = t ] && echo 0 || echo 1)" \
   "a backend terminated mid-request: the next request waited $(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }") s, not the 8 s of the dropped one"
+depth_after=$(q "SELECT queue_depth FROM treeshap.gpu_status LIMIT 1")
+check "$([ "$depth_running" = 1 ] && [ "$depth_after" = 0 ] && echo 0 || echo 1)" \
+  "queue_depth counts the request with the executor ($depth_running), and none once its backend is gone ($depth_after)"
 echo "service-check: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

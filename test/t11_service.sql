@@ -50,7 +50,7 @@ SELECT CASE WHEN pg_temp.preloaded() THEN pg_temp.service_other_than(NULL) END A
        (SELECT service_starts FROM treeshap.gpu_status LIMIT 1) AS starts,
        pg_temp.devices() AS devices;
 \set QUIET 0
-SELECT plan(18);
+SELECT plan(24);
 
 SELECT ok((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status)
             <@ CASE WHEN pg_temp.preloaded() THEN ARRAY['ready', 'no device'] ELSE ARRAY['not loaded'] END,
@@ -137,6 +137,14 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
      'the second call finds it resident')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT ROW(model_bytes, paths, hits, last_used > now() - interval '1 minute')::text
+        FROM treeshap.gpu_models WHERE model = 't11_model'),
+     (SELECT ROW(size, num_leaves, 1, true)::text FROM treeshap.models WHERE name = 't11_model'),
+     'gpu_models shows it: its size and paths, one hit (the second call), used just now')
+  ELSE is((SELECT count(*) FROM treeshap.gpu_models), 0::bigint, 'without the service no model is resident') END;
+
+CREATE TEMP TABLE replaced AS SELECT version FROM treeshap.models WHERE name = 't11_model';
 SELECT treeshap.load_model('t11_model', convert_to(:'deep', 'UTF8'), replace => true) \g /dev/null
 SELECT CASE WHEN pg_temp.preloaded() THEN
   is((SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')),
@@ -144,8 +152,52 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
      'a replaced model is a new version: shipped and read again, never served stale')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT array_agg(ROW(model, hits)::text ORDER BY version) FROM treeshap.gpu_models
+       WHERE version >= (SELECT version FROM replaced) AND database = current_database()),
+     ARRAY[ROW(NULL, 1)::text, ROW('t11_model', 0)::text],
+     'the old version stays resident under no name until evicted; the new one is its own entry')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+-- the service's load: requests answered, requests waiting
+CREATE TEMP TABLE served AS SELECT requests_served FROM treeshap.gpu_status LIMIT 1;
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT sum(treeshap._service_ping(0) * 0 + 1) FROM generate_series(1, 3))::bigint
+       + (SELECT requests_served FROM served),
+     (SELECT requests_served FROM treeshap.gpu_status LIMIT 1),
+     'each answered request counts once in requests_served')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT queue_depth FROM treeshap.gpu_status LIMIT 1), 0,
+     'no request waits while no session asks (queue_depth)')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
 SELECT is(has_function_privilege('public', 'treeshap._service_load(text)', 'EXECUTE'), false,
           'only roles granted it may make models resident with _service_load');
+-- treeshap.device = gpu needs the service and a GPU; auto falls back to the CPU
+SET treeshap.device = gpu;
+SELECT CASE
+  WHEN NOT pg_temp.preloaded() THEN
+    throws_ok($$SELECT treeshap.shap_values('t11_model', ARRAY[0.1, 0.2, 0.3])$$, '55000',
+              'treeshap.device is gpu, but the GPU service is not running',
+              'without preloading, treeshap.device = gpu is refused with 55000')
+  WHEN NOT EXISTS (SELECT FROM treeshap.gpu_info()) THEN
+    throws_ok($$SELECT treeshap.shap_values('t11_model', ARRAY[0.1, 0.2, 0.3])$$, '0A000',
+              'treeshap.device is gpu, but no GPU can be used',
+              'a service without a GPU refuses treeshap.device = gpu with 0A000')
+  ELSE lives_ok($$SELECT treeshap.shap_values('t11_model', ARRAY[0.1, 0.2, 0.3])$$,
+                'with the service and a GPU, treeshap.device = gpu computes') END;
+SET treeshap.device = auto;
+CREATE TEMP TABLE auto_run AS
+SELECT w.shap_values AS auto, (treeshap.shap_values('t11_model', ARRAY[0.1, 0.2, 0.3]))[1:3] AS cpu
+  FROM treeshap.explain_shap_wide('t11_model', 'SELECT 1::bigint, 0.1, 0.2, 0.3') w;
+SELECT CASE WHEN NOT EXISTS (SELECT FROM treeshap.gpu_info()) THEN
+  is((SELECT auto FROM auto_run), (SELECT cpu FROM auto_run),
+     'without a GPU in the service (or without the service) auto computes on the CPU: the CPU''s very values')
+  ELSE ok((SELECT max(abs(a - c)) < 1e-12 FROM auto_run, unnest(auto, cpu) u(a, c)),
+          'with a GPU, auto computes on it what the CPU computes (to 1e-12)') END;
+RESET treeshap.device;
 SELECT treeshap.drop_model('t11_model') \g /dev/null
 
 SELECT * FROM finish();

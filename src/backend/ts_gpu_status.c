@@ -19,19 +19,28 @@
 #include "executor/spi.h"
 #include "service/ts_service.h"
 
-#define GPU_STATUS_COLUMNS 12
+#define GPU_STATUS_COLUMNS 14
 
 PG_FUNCTION_INFO_V1(treeshap_gpu_status);
+PG_FUNCTION_INFO_V1(treeshap_gpu_models);
 PG_FUNCTION_INFO_V1(treeshap_service_ping);
 PG_FUNCTION_INFO_V1(treeshap_service_load);
 
-/* One row: the service's columns, then device i's (NULL when i < 0). */
+/* The service's counters as treeshap.gpu_status shows them. */
+typedef struct ServiceLoad
+{
+	uint64		requests_served;
+	int			queue_depth;
+} ServiceLoad;
+
+/* One row: the service's columns, then device i's (NULL when i < 0), then the message. */
 static void
-put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, int i)
+put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, const ServiceLoad *load, int i)
 {
 	Datum		values[GPU_STATUS_COLUMNS];
 	bool		nulls[GPU_STATUS_COLUMNS];
 	const TsGpuDeviceInfo *d = i >= 0 ? &st->found.devices[i] : NULL;
+	bool		loaded = st->state != TS_SERVICE_NOT_LOADED;
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = CStringGetTextDatum(ts_service_state_name(st->state));
@@ -40,41 +49,80 @@ put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, int i)
 	values[2] = TimestampTzGetDatum(st->started_at);
 	nulls[2] = st->pid == 0;
 	values[3] = Int32GetDatum(st->starts);
-	nulls[3] = st->state == TS_SERVICE_NOT_LOADED;
+	nulls[3] = !loaded;
 	values[4] = Int32GetDatum(st->executor_pid);
 	nulls[4] = st->executor_pid == 0;
 	values[5] = Int32GetDatum(st->executor_starts);
 	nulls[5] = st->pid == 0;
+	values[6] = Int64GetDatum((int64) load->requests_served);
+	nulls[6] = !loaded;
+	values[7] = Int32GetDatum(load->queue_depth);
+	nulls[7] = !loaded;
 	if (d != NULL)
 	{
-		values[6] = Int32GetDatum(d->index);
-		values[7] = CStringGetTextDatum(d->name);
-		values[8] = Int64GetDatum(d->total_memory);
-		values[9] = CStringGetTextDatum(psprintf("%d.%d", d->compute_major, d->compute_minor));
-		values[10] = Int32GetDatum(d->multiprocessors);
+		values[8] = Int32GetDatum(d->index);
+		values[9] = CStringGetTextDatum(d->name);
+		values[10] = Int64GetDatum(d->total_memory);
+		values[11] = CStringGetTextDatum(psprintf("%d.%d", d->compute_major, d->compute_minor));
+		values[12] = Int32GetDatum(d->multiprocessors);
 	}
 	else
-		nulls[6] = nulls[7] = nulls[8] = nulls[9] = nulls[10] = true;
-	values[11] = CStringGetTextDatum(st->state == TS_SERVICE_NOT_LOADED
+		nulls[8] = nulls[9] = nulls[10] = nulls[11] = nulls[12] = true;
+	values[13] = CStringGetTextDatum(!loaded
 									 ? "add pg_treeshap to shared_preload_libraries and restart the server"
 									 : st->found.message);
-	nulls[11] = st->state != TS_SERVICE_NOT_LOADED && st->found.message[0] == '\0';
+	nulls[13] = loaded && st->found.message[0] == '\0';
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* treeshap._gpu_status(): the worker's and the executor's columns, a device's, a message. */
+/* treeshap._gpu_status(): the worker's and the executor's columns, the load, a device's, a message. */
 Datum
 treeshap_gpu_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TsServiceStatus st;
+	TsExecutorStats stats;
+	ServiceLoad load;
 
 	InitMaterializedSRF(fcinfo, 0);
 	ts_service_status(&st);
+	ts_service_stats(&stats);
+	load.requests_served = stats.requests;
+	load.queue_depth = ts_service_queue_depth();
 	if (st.found.num_devices == 0)
-		put_row(rsinfo, &st, -1);
+		put_row(rsinfo, &st, &load, -1);
 	for (int i = 0; i < st.found.num_devices; i++)
-		put_row(rsinfo, &st, i);
+		put_row(rsinfo, &st, &load, i);
+	return (Datum) 0;
+}
+
+/*
+ * treeshap._gpu_models(): the models the service holds: database, catalog
+ * version, stored size, paths, hits and last use (the view treeshap.gpu_models
+ * adds the names).
+ */
+Datum
+treeshap_gpu_models(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TsExecutorStats stats;
+
+	InitMaterializedSRF(fcinfo, 0);
+	ts_service_stats(&stats);
+	for (int i = 0; i < stats.num_models; i++)
+	{
+		const TsResidentInfo *m = &stats.models[i];
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		values[0] = ObjectIdGetDatum(m->key.database);
+		values[1] = Int64GetDatum(m->key.version);
+		values[2] = Int64GetDatum((int64) m->key.length);
+		values[3] = Int64GetDatum(m->paths);
+		values[4] = Int64GetDatum((int64) m->hits);
+		values[5] = TimestampTzGetDatum(time_t_to_timestamptz(0) + m->last_used);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	return (Datum) 0;
 }
 

@@ -6,9 +6,21 @@
 #include "service/ts_exec_models.h"
 
 #include <string.h>
+#include <time.h>
 
 static TsResidentModel models[TS_EXEC_MAX_MODELS];
 static uint64_t request_clock;
+
+/* Mark an entry used now. */
+static void
+touch(TsResidentModel *m)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	m->last_use = ++request_clock;
+	m->last_used = (int64_t) now.tv_sec * 1000000 + now.tv_nsec / 1000;
+}
 
 /* Whether two keys name the same model version with the same bytes. */
 static bool
@@ -56,7 +68,7 @@ ts_resident_find(const TsModelKey *key)
 		if (models[i].used && same_key(&models[i].key, key))
 		{
 			models[i].hits++;
-			models[i].last_use = ++request_clock;
+			touch(&models[i]);
 			return &models[i];
 		}
 	return NULL;
@@ -103,6 +115,29 @@ ts_resident_add(const TsModelKey *key, TsModel *model, TsPathTable *paths)
 	m->key = *key;
 	m->model = model;
 	m->paths = paths;
-	m->last_use = ++request_clock;
+	touch(m);
 	return m;
+}
+
+void
+ts_resident_publish(TsExecutorStats *stats, uint64_t requests)
+{
+	int32_t		n = 0;
+
+	__atomic_store_n(&stats->version, stats->version + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	stats->requests = requests;
+	for (int i = 0; i < TS_EXEC_MAX_MODELS; i++)
+		if (models[i].used)
+		{
+			TsResidentInfo *info = &stats->models[n++];
+
+			info->key = models[i].key;
+			info->paths = models[i].paths->num_paths;
+			info->hits = models[i].hits;
+			info->last_used = models[i].last_used;
+		}
+	stats->num_models = n;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&stats->version, stats->version + 1, __ATOMIC_RELAXED);
 }

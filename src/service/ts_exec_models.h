@@ -11,12 +11,13 @@
 #include <stdbool.h>
 
 #include "core/ts_paths.h"
+#include "service/ts_executor.h"
 #include "service/ts_request.h"
 #ifdef TS_WITH_CUDA
 #include "gpu/ts_gpu.h"
 #endif
 
-#define TS_EXEC_MAX_MODELS 64
+#define TS_EXEC_MAX_MODELS TS_EXECUTOR_MAX_MODELS
 
 typedef struct TsResidentModel
 {
@@ -26,6 +27,7 @@ typedef struct TsResidentModel
 	TsPathTable *paths;
 	uint64_t	hits;			/* requests that found it resident */
 	uint64_t	last_use;		/* a tick of the executor's request clock */
+	int64_t		last_used;		/* the same in Unix microseconds, for the view */
 #ifdef TS_WITH_CUDA
 	TsGpuPlan  *plan;			/* NULL until uploaded */
 	TsGpuRunner *runner;		/* of the last job run on it, or NULL */
@@ -50,5 +52,8 @@ extern void ts_resident_remove(TsResidentModel *m);
 
 /* Free an entry's runner (its device buffers), keeping the model. */
 extern void ts_resident_drop_runner(TsResidentModel *m);
+
+/* Write the resident models and the request count into the parent's statistics. */
+extern void ts_resident_publish(TsExecutorStats *stats, uint64_t requests);
 
 #endif							/* TS_EXEC_MODELS_H */

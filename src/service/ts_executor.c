@@ -17,17 +17,34 @@
 #include <unistd.h>
 
 #include "base/ts_core.h"
+#include "service/ts_exec_models.h"
 #include "service/ts_exec_serve.h"
 #include "service/ts_executor.h"
 #include "service/ts_request.h"
 
-TsExecutorReport *
-ts_executor_map_report(void)
+void *
+ts_executor_map_shared(size_t size)
 {
-	void	   *p = mmap(NULL, sizeof(TsExecutorReport), PROT_READ | PROT_WRITE,
-						 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void	   *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
-	return p == MAP_FAILED ? NULL : (TsExecutorReport *) p;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+bool
+ts_executor_read_stats(const TsExecutorStats *src, TsExecutorStats *dst)
+{
+	for (int attempt = 0; attempt < 1000; attempt++)
+	{
+		uint64_t	before = __atomic_load_n(&src->version, __ATOMIC_ACQUIRE);
+
+		if (before & 1)
+			continue;
+		memcpy(dst, src, sizeof(*dst));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&src->version, __ATOMIC_RELAXED) == before)
+			return true;
+	}
+	return false;
 }
 
 /* The child's signals back to their defaults, none blocked: SIGTERM and SIGKILL end it. */
@@ -230,8 +247,10 @@ serve(int in_fd, const TsExecMsg *in, TsExecMsg *out, bool *fatal)
  * fresh executor. Its memory is malloc's: no PostgreSQL code runs here.
  */
 static void
-executor_main(TsExecutorReport *r, int out_fd, int in_fd, pid_t parent, int segment_type)
+executor_main(TsExecutor *ex, int out_fd, int in_fd, pid_t parent)
 {
+	TsExecutorReport *r = ex->report;
+	uint64_t	requests = 0;
 	TsExecMsg	msg = {TS_EXEC_READY, -1, 0, 0, 0, 0, 0};
 	TsExecMsg	reply;
 	bool		unused;
@@ -244,7 +263,8 @@ executor_main(TsExecutorReport *r, int out_fd, int in_fd, pid_t parent, int segm
 	signal(SIGPIPE, SIG_IGN);
 	ts_use_allocator(&ts_malloc_allocator);
 	probe(r);
-	ts_exec_serve_init(segment_type, r->num_devices > 0);
+	ts_exec_serve_init(ex->segment_type, r->num_devices > 0);
+	ts_resident_publish(ex->stats, 0);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!send_msg(out_fd, &msg))
 		_exit(1);
@@ -258,6 +278,7 @@ executor_main(TsExecutorReport *r, int out_fd, int in_fd, pid_t parent, int segm
 		backlog.head = (backlog.head + 1) % BACKLOG;
 		backlog.count--;
 		serve(in_fd, &msg, &reply, &fatal);
+		ts_resident_publish(ex->stats, ++requests);
 		if (!send_msg(out_fd, &reply) || fatal)
 			break;
 	}
@@ -296,7 +317,7 @@ ts_executor_start(TsExecutor *ex)
 	{
 		close(up[0]);
 		close(down[1]);
-		executor_main(ex->report, up[1], down[0], parent, ex->segment_type);
+		executor_main(ex, up[1], down[0], parent);
 		_exit(0);
 	}
 	close(up[1]);

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "cuda/ts_cuda.h"
+#include "service/ts_request.h"
 
 #define TS_EXECUTOR_MAX_DEVICES 16
 
@@ -26,6 +27,31 @@ typedef struct TsExecutorReport
 	TsGpuDeviceInfo devices[TS_EXECUTOR_MAX_DEVICES];
 	char		message[256];	/* why there is no device, when there is none */
 } TsExecutorReport;
+
+/* A model the executor holds, as treeshap.gpu_models shows it. */
+typedef struct TsResidentInfo
+{
+	TsModelKey	key;
+	int64_t		paths;
+	uint64_t	hits;			/* requests that found it resident */
+	int64_t		last_used;		/* Unix time in microseconds */
+} TsResidentInfo;
+
+#define TS_EXECUTOR_MAX_MODELS 64
+
+/*
+ * What the executor has done, rewritten after every request before its
+ * answer is sent. One writer (the executor) and one reader (its parent):
+ * version is odd while it is being written, and a reader copies until it
+ * sees the same even version before and after.
+ */
+typedef struct TsExecutorStats
+{
+	uint64_t	version;
+	uint64_t	requests;		/* answered by this executor */
+	int32_t		num_models;
+	TsResidentInfo models[TS_EXECUTOR_MAX_MODELS];
+} TsExecutorStats;
 
 /* Messages on the executor's pipes (each written whole: smaller than PIPE_BUF). */
 typedef enum TsExecMsgKind
@@ -65,11 +91,15 @@ typedef struct TsExecutor
 	int			pipe_fd;		/* read end of its messages; end of file when it is gone */
 	int			request_fd;		/* write end of its requests */
 	TsExecutorReport *report;	/* shared with the child */
+	TsExecutorStats *stats;		/* shared with the child */
 	int			segment_type;	/* TS_SEGMENT_POSIX or TS_SEGMENT_MMAP */
 } TsExecutor;
 
-/* Map the report shared between parent and children (once, before any fork). */
-extern TsExecutorReport *ts_executor_map_report(void);
+/* Map size bytes shared between parent and children (once, before any fork); NULL on failure. */
+extern void *ts_executor_map_shared(size_t size);
+
+/* A consistent copy of the executor's statistics; false when none could be taken now. */
+extern bool ts_executor_read_stats(const TsExecutorStats *src, TsExecutorStats *dst);
 
 /*
  * Fork an executor: the child probes the GPUs, fills the report, sends

@@ -135,3 +135,38 @@ ts_service_state_name(TsServiceState state)
 	}
 	return "unknown";
 }
+
+void
+ts_service_stats(TsExecutorStats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (shared == NULL)
+		return;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	*out = shared->stats;
+	LWLockRelease(shared->lock);
+}
+
+void
+ts_service_publish_stats(const TsExecutorStats *stats)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->stats = *stats;
+	LWLockRelease(shared->lock);
+}
+
+int
+ts_service_queue_depth(void)
+{
+	int			depth = 0;
+
+	for (int i = 0; shared != NULL && i < shared->num_slots; i++)
+	{
+		TsServiceSlot *slot = &shared->slots[i];
+
+		SpinLockAcquire(&slot->mutex);
+		depth += slot->state == TS_SLOT_QUEUED || slot->state == TS_SLOT_SENT;
+		SpinLockRelease(&slot->mutex);
+	}
+	return depth;
+}

@@ -79,6 +79,7 @@ typedef struct TsServiceShared
 	LWLock	   *lock;			/* guards status */
 	TsServiceStatus status;
 	pg_atomic_uint32 worker_procno; /* the running worker's pgprocno, or INVALID_PGPROCNO */
+	TsExecutorStats stats;		/* guarded by lock: requests since the worker started, resident models */
 	int			num_slots;
 	TsServiceSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } TsServiceShared;
@@ -125,6 +126,15 @@ extern const char *ts_service_state_name(TsServiceState state);
 
 /* The worker's entry point (bgw_function_name). */
 extern PGDLLEXPORT void ts_service_main(Datum arg);
+
+/* The service's requests served and resident models now (none when not preloaded). */
+extern void ts_service_stats(TsExecutorStats *out);
+
+/* Publish them (the worker, after each answer and when its executor goes). */
+extern void ts_service_publish_stats(const TsExecutorStats *stats);
+
+/* Requests queued or with the executor now. */
+extern int	ts_service_queue_depth(void);
 
 /* Publish the worker's state (ts_service_worker.c); a new pid counts as one more start. */
 extern void ts_service_publish(const TsServiceStatus *st);

@@ -29,7 +29,22 @@
 /* Delay before a dead executor is replaced: a GPU that kills it at once costs little. */
 #define EXECUTOR_RESTART_MS 1000
 
-static TsExecutor executor = {0, -1, -1, NULL, TS_SEGMENT_POSIX};
+static TsExecutor executor = {0, -1, -1, NULL, NULL, TS_SEGMENT_POSIX};
+
+/* Requests answered by this worker's executors that are gone. */
+static uint64 requests_before = 0;
+
+/* Publish the executor's statistics, its requests added to those of the executors before it. */
+static void
+publish_stats(void)
+{
+	TsExecutorStats stats;
+
+	if (!ts_executor_read_stats(executor.stats, &stats))
+		return;					/* being rewritten: the next answer publishes */
+	stats.requests += requests_before;
+	ts_service_publish_stats(&stats);
+}
 
 /* On exit: stop the executor; no service runs until the postmaster starts the next. */
 static void
@@ -92,6 +107,10 @@ executor_gone(TsServiceStatus *st, TimestampTz *next_start)
 	st->executor_pid = 0;
 	memset(&st->found, 0, sizeof(st->found));
 	ts_service_publish(st);
+	/* its models went with it; its answers still count */
+	requests_before += executor.stats->requests;
+	memset(executor.stats, 0, sizeof(*executor.stats));
+	publish_stats();
 	ts_relay_fail_all(ts_service_shared(), WIFSIGNALED(status)
 					  ? psprintf("the GPU service's executor was killed by signal %d during this request",
 								 WTERMSIG(status))
@@ -112,7 +131,10 @@ executor_event(TsServiceStatus *st, TimestampTz *next_start)
 	if (n == (ssize_t) sizeof(msg) && msg.kind == TS_EXEC_READY)
 		executor_ready(st);
 	else if (n == (ssize_t) sizeof(msg))
+	{
+		publish_stats();		/* before the backend wakes: it sees its own request counted */
 		ts_relay_complete(ts_service_shared(), &msg);
+	}
 	else if (n >= 0 || (errno != EINTR && errno != EAGAIN))
 		executor_gone(st, next_start);
 }
@@ -160,12 +182,14 @@ ts_service_main(Datum arg pg_attribute_unused())
 	st.pid = MyProcPid;
 	st.started_at = GetCurrentTimestamp();
 	ts_service_publish(&st);
-	executor.report = ts_executor_map_report();
+	executor.report = ts_executor_map_shared(sizeof(TsExecutorReport));
+	executor.stats = ts_executor_map_shared(sizeof(TsExecutorStats));
 	executor.segment_type = dynamic_shared_memory_type == DSM_IMPL_MMAP ? TS_SEGMENT_MMAP : TS_SEGMENT_POSIX;
-	if (executor.report == NULL)
+	if (executor.report == NULL || executor.stats == NULL)
 		ereport(FATAL,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("%s could not map its executor's report: %m", TS_SERVICE_WORKER_NAME)));
+				 errmsg("%s could not map the memory it shares with its executor: %m", TS_SERVICE_WORKER_NAME)));
+	publish_stats();			/* a previous worker's models are gone */
 	before_shmem_exit(service_exit, (Datum) 0);
 	pg_atomic_write_u32(&ts_service_shared()->worker_procno, MyProc->pgprocno);
 	/* requests a previous worker left queued will never be answered */
