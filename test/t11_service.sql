@@ -121,20 +121,24 @@ SELECT is(has_function_privilege('public', 'treeshap._service_ping(integer)', 'E
           'only roles granted it may hold the executor with _service_ping');
 
 -- models shipped to the service: read by its executor once per version
+CREATE FUNCTION pg_temp.load_answer() RETURNS text LANGUAGE sql AS $$
+  SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')
+$$;
+-- what the executor should answer: a path per leaf of the stored model
+CREATE FUNCTION pg_temp.load_expected(loaded boolean) RETURNS text LANGUAGE sql AS $$
+  SELECT ROW(num_leaves, loaded)::text FROM treeshap.models WHERE name = 't11_model'
+$$;
 \set reg `cat test/fixtures/reg.json`
 \set deep `cat test/fixtures/deep.json`
 SELECT treeshap.load_model('t11_model', convert_to(:'reg', 'UTF8')) \g /dev/null
 SELECT CASE WHEN pg_temp.preloaded() THEN
-  is((SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')),
-     (SELECT ROW(num_leaves, true)::text FROM treeshap.models WHERE name = 't11_model'),
+  is(pg_temp.load_answer(), pg_temp.load_expected(true),
      'a model shipped to the service is read by its executor: a path per leaf, loaded by this call')
   ELSE throws_ok($$SELECT treeshap._service_load('t11_model')$$, '55000', 'the GPU service is not running',
                  'without preloading a model cannot be shipped') END;
 
 SELECT CASE WHEN pg_temp.preloaded() THEN
-  is((SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')),
-     (SELECT ROW(num_leaves, false)::text FROM treeshap.models WHERE name = 't11_model'),
-     'the second call finds it resident')
+  is(pg_temp.load_answer(), pg_temp.load_expected(false), 'the second call finds it resident')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
 SELECT CASE WHEN pg_temp.preloaded() THEN
@@ -147,8 +151,7 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
 CREATE TEMP TABLE replaced AS SELECT version FROM treeshap.models WHERE name = 't11_model';
 SELECT treeshap.load_model('t11_model', convert_to(:'deep', 'UTF8'), replace => true) \g /dev/null
 SELECT CASE WHEN pg_temp.preloaded() THEN
-  is((SELECT ROW(paths, loaded)::text FROM treeshap._service_load('t11_model')),
-     (SELECT ROW(num_leaves, true)::text FROM treeshap.models WHERE name = 't11_model'),
+  is(pg_temp.load_answer(), pg_temp.load_expected(true),
      'a replaced model is a new version: shipped and read again, never served stale')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
