@@ -88,30 +88,46 @@ report_failure(const TsCachedModel *entry, int32 status, const TsRequestHeader *
 	}
 }
 
-void
-ts_gpu_load(TsCachedModel *entry, int64 *paths, bool *loaded)
+/*
+ * One load request for the entry's model: with its bytes (shipped from the
+ * catalog), or without, asking only whether the service holds it.
+ */
+static int32
+load_request(TsCachedModel *entry, bool with_bytes, int64 *paths, bool *loaded)
 {
-	bytea	   *bytes = ts_model_bytes(entry);
+	bytea	   *bytes = with_bytes ? ts_model_bytes(entry) : NULL;
 	uint64		offset = ts_request_align(sizeof(TsRequestHeader));
-	dsm_segment *seg;
-	TsRequestHeader *h;
+	uint64		size = offset + (with_bytes ? entry->length : 0);
+	dsm_segment *seg = dsm_create(size, 0);
+	TsRequestHeader *h = dsm_segment_address(seg);
 	int32		status;
 
-	check_segment_type();
-	seg = dsm_create(offset + entry->length, 0);
-	h = dsm_segment_address(seg);
 	memset(h, 0, sizeof(*h));
 	h->magic = TS_REQUEST_MAGIC;
-	h->size = offset + entry->length;
+	h->size = size;
 	h->model = model_key(entry);
-	h->bytes_offset = offset;
-	memcpy((char *) h + offset, VARDATA_ANY(bytes), entry->length);
+	if (with_bytes)
+	{
+		h->bytes_offset = offset;
+		memcpy((char *) h + offset, VARDATA_ANY(bytes), entry->length);
+	}
 	status = ts_service_wait(ts_service_submit(TS_EXEC_LOAD, 0, dsm_segment_handle(seg), h));
-	if (status != TS_REQUEST_OK)
+	if (status != TS_REQUEST_OK && status != TS_REQUEST_NEED_MODEL)
 		report_failure(entry, status, h);
 	*paths = h->paths;
 	*loaded = h->loaded != 0;
 	dsm_detach(seg);
+	return status;
+}
+
+void
+ts_gpu_load(TsCachedModel *entry, int64 *paths, bool *loaded)
+{
+	check_segment_type();
+	/* the bytes (up to a gigabyte) travel only when the service lacks them */
+	if (load_request(entry, false, paths, loaded) == TS_REQUEST_NEED_MODEL &&
+		load_request(entry, true, paths, loaded) != TS_REQUEST_OK)
+		elog(ERROR, "the GPU service did not keep model \"%s\"", entry->name);
 }
 
 /* Reset callback of a run's context: drop the request in flight, unmap the segment. */

@@ -118,7 +118,10 @@ upload(TsResidentModel *m, TsRequestHeader *h, bool *fatal)
 }
 #endif
 
-/* A load request: read the bytes, build the path table and, with a GPU, upload it. */
+/*
+ * A load request: read the bytes, build the path table and, with a GPU,
+ * upload it; a request without bytes only asks whether it is resident.
+ */
 static int32_t
 load(Segment *seg, bool *fatal)
 {
@@ -129,6 +132,8 @@ load(Segment *seg, bool *fatal)
 	TsModel    *model;
 
 	h->loaded = m == NULL;
+	if (m == NULL && h->bytes_offset == 0)
+		return answer(h, TS_REQUEST_NEED_MODEL, "%s", "");
 	if (m == NULL)
 	{
 		if (!within(seg, h->bytes_offset, h->model.length))

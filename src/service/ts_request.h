@@ -48,7 +48,7 @@ typedef struct TsRequestHeader
 	uint64_t	size;			/* of the whole segment */
 	TsModelKey	model;
 
-	/* load: the model's bytes */
+	/* load: the model's bytes; 0 asks only whether it is resident (NEED_MODEL if not) */
 	uint64_t	bytes_offset;
 
 	/* run: the job (cuda/ts_cuda.h's TsGpuJob and precision) */
