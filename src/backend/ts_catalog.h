@@ -19,6 +19,8 @@ struct TsCachedModel
 	MemoryContext context;		/* owns the entry, model and path table */
 	TsModel    *model;
 	TsPathTable *paths;
+	int64	   *long_paths;		/* paths too long for the GPU, listed on first GPU use */
+	int64		num_long;
 	int			pins;			/* calls using it now; retired entries wait for 0 */
 	bool		retired;
 };

@@ -35,8 +35,6 @@ struct TsGpuRun
 	TsRequestHeader *header;	/* the segment's */
 	TsRunSpec	spec;
 	bool		host_importance;	/* importance summed here: long paths need whole rows */
-	int64	   *long_paths;		/* paths the GPU leaves to the CPU */
-	int64		num_long;
 	double	   *sums;			/* host_importance: the batch's sums */
 	double	   *scratch;		/* for long paths on the CPU */
 	TsShapAlgorithm algorithm;	/* their CPU algorithm */
@@ -224,6 +222,20 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 	}
 }
 
+/* How many paths the CPU adds to the GPU's results; listed once per cached model. */
+static int64
+long_paths_of(TsCachedModel *entry)
+{
+	if (entry->long_paths == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(entry->context);
+
+		entry->long_paths = ts_pack_long_paths(entry->paths, &entry->num_long);
+		MemoryContextSwitchTo(old);
+	}
+	return entry->num_long;
+}
+
 TsGpuRun *
 ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 {
@@ -238,8 +250,7 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	run->context = ctx;
 	run->entry = entry;
 	run->spec = spec != NULL ? *spec : shap;
-	run->long_paths = ts_pack_long_paths(pt, &run->num_long);
-	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && run->num_long > 0;
+	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && long_paths_of(entry) > 0;
 	run->sums = palloc0(sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 	run->scratch = palloc(sizeof(double) * Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)));
 	run->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
@@ -272,15 +283,17 @@ static double *
 complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 {
 	const TsPathTable *pt = run->entry->paths;
+	const int64 *long_paths = run->entry->long_paths;
+	int64		num_long = run->entry->num_long;
 
 	switch (run->spec.kind)
 	{
 		case TS_RUN_SHAP:
-			ts_cpu_shap_add_paths_rows(pt, run->algorithm, run->long_paths, run->num_long, x, nrows,
+			ts_cpu_shap_add_paths_rows(pt, run->algorithm, long_paths, num_long, x, nrows,
 									   result, run->scratch);
 			return result;
 		case TS_RUN_INTERACTIONS:
-			ts_interactions_add_paths_rows(pt, run->long_paths, run->num_long, x, nrows,
+			ts_interactions_add_paths_rows(pt, long_paths, num_long, x, nrows,
 										   run->spec.method, run->spec.selection, result, run->scratch);
 			for (int32 r = 0; r < nrows; r++)
 				ts_interactions_finish(pt->num_outputs, pt->num_features, run->spec.method,
@@ -291,7 +304,7 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 		case TS_RUN_IMPORTANCE:
 			if (!run->host_importance)
 				return result;
-			ts_cpu_shap_add_paths_rows(pt, run->algorithm, run->long_paths, run->num_long, x, nrows,
+			ts_cpu_shap_add_paths_rows(pt, run->algorithm, long_paths, num_long, x, nrows,
 									   result, run->scratch);
 			memset(run->sums, 0, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 			ts_importance_add_rows(result, nrows, pt->num_outputs, pt->num_features, run->sums);
@@ -313,7 +326,7 @@ ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 		run->pending = 0;
 		if (status != TS_REQUEST_NEED_MODEL || attempt > LOAD_ATTEMPTS)
 			break;
-		ts_gpu_load(run->entry, &paths, &loaded);
+		(void) load_request(run->entry, true, &paths, &loaded);	/* the run found it missing */
 		ts_gpu_run_submit(run, slot, nrows);
 	}
 	if (status != TS_REQUEST_OK)

@@ -167,6 +167,13 @@ load(Segment *seg, bool *fatal)
 }
 
 #ifdef TS_WITH_CUDA
+/* Whether a run's job computes interaction values (and so carries feature slots). */
+static bool
+interaction_job(const TsRequestHeader *h)
+{
+	return h->job_kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS || h->job_kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
+}
+
 /* Whether a run's header describes a job this model can run, inside the segment. */
 static bool
 valid_run(const Segment *seg, const TsResidentModel *m)
@@ -174,8 +181,7 @@ valid_run(const Segment *seg, const TsResidentModel *m)
 	const TsRequestHeader *h = seg->h;
 	const TsPathTable *pt = m->paths;
 	TsGpuJob	job = {(TsGpuJobKind) h->job_kind, NULL, h->selected, (TsGpuAlgorithm) h->algorithm};
-	bool		interactions = h->job_kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS ||
-		h->job_kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
+	bool		interactions = interaction_job(h);
 	size_t		input = (size_t) h->max_rows * pt->num_features * sizeof(float);
 
 	if (h->num_features != pt->num_features || h->num_outputs != pt->num_outputs ||
@@ -204,8 +210,7 @@ valid_run(const Segment *seg, const TsResidentModel *m)
 static bool
 runner_fits(const TsResidentModel *m, const TsRequestHeader *h)
 {
-	bool		interactions = h->job_kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS ||
-		h->job_kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
+	bool		interactions = interaction_job(h);
 
 	return m->runner != NULL && m->job.kind == (TsGpuJobKind) h->job_kind &&
 		m->job.algorithm == (TsGpuAlgorithm) h->algorithm && m->precision == h->precision &&
@@ -218,8 +223,7 @@ runner_fits(const TsResidentModel *m, const TsRequestHeader *h)
 static TsGpuStatus
 make_runner(TsResidentModel *m, const TsRequestHeader *h, char *msg, size_t msglen)
 {
-	bool		interactions = h->job_kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS ||
-		h->job_kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
+	bool		interactions = interaction_job(h);
 	size_t		slots = (size_t) m->paths->num_features * sizeof(int32_t);
 	TsGpuStatus rc;
 
