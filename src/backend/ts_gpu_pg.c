@@ -246,11 +246,13 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	TsGpuRun   *run = palloc0(sizeof(TsGpuRun));
 	const TsPathTable *pt = entry->paths;
 	TsGpuJob	job;
+	int64		num_long;
 
 	run->context = ctx;
 	run->entry = entry;
 	run->spec = spec != NULL ? *spec : shap;
-	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && long_paths_of(entry) > 0;
+	num_long = long_paths_of(entry);	/* every kind of run adds them on the CPU */
+	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && num_long > 0;
 	run->sums = palloc0(sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 	run->scratch = palloc(sizeof(double) * Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)));
 	run->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
