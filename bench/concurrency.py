@@ -55,6 +55,7 @@ def load(conn, work, name, table, features, rows):
         picks = ", ".join(f"d.f{j}" for j in range(features))
         cur.execute(f"CREATE TABLE {table} AS SELECT g AS id, {picks} FROM generate_series(0, {rows - 1}) g "
                     f"JOIN {table}_distinct d ON d.id = g % (SELECT count(*) FROM {table}_distinct)")
+        cur.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (id)")  # a session's share is an index range
         cur.execute(f"VACUUM ANALYZE {table}")
         with open(os.path.join(work, name + ".json"), "rb") as f:
             cur.execute("SELECT (treeshap.load_model(%s, %s, true)).version", (name, f.read()))
