@@ -10,6 +10,9 @@ against that session's second call.
 
     python3 bench/concurrency.py WORK_DIR NAME [ROWS] [K,K,...]
 
+An empty K list ("") times the first calls alone (no CPU reference: for
+models whose CPU path would take minutes).
+
 WORK_DIR holds NAME.json and NAME.csv (bench/grid.py writes them); PG*
 variables name the server; TS_BENCH_DEVICE (default gpu) is the device of
 the timed sessions. Prints one JSON record.
@@ -130,14 +133,14 @@ def first_call(device, name, table, features):
 def main():
     work, name = sys.argv[1:3]
     rows = int(sys.argv[3]) if len(sys.argv) > 3 else 1000000
-    ks = [int(k) for k in (sys.argv[4] if len(sys.argv) > 4 else "1,8,32,64").split(",")]
+    ks = [int(k) for k in (sys.argv[4] if len(sys.argv) > 4 else "1,8,32,64").split(",") if k]
     device = os.environ.get("TS_BENCH_DEVICE", "gpu")
     table = "c_" + re.sub(r"\W", "_", name)
     features, outputs = features_of(work, name)
     setup = connect("cpu")
     distinct = load(setup, work, name, table, features, rows)
     setup.close()
-    ref = cpu_reference(name, table, features)
+    ref = cpu_reference(name, table, features) if ks else None
 
     rec = {"kind": "concurrency", "name": name, "rows": rows, "device": device, "sessions": {}}
     warm = first_call(device, name, table, features)  # makes the model resident
@@ -161,9 +164,9 @@ def main():
         ok = ok and worst < 1e-9
         rec["sessions"][str(k)] = {"seconds": seconds, "rows_per_s": rows / seconds,
                                    "checksum_rel_dev": worst}
-    base = rec["sessions"][str(ks[0])]["rows_per_s"]
     for k in ks:
-        rec["sessions"][str(k)]["ratio_to_first"] = rec["sessions"][str(k)]["rows_per_s"] / base
+        rec["sessions"][str(k)]["ratio_to_first"] = rec["sessions"][str(k)]["rows_per_s"] / \
+            rec["sessions"][str(ks[0])]["rows_per_s"]
     rec["checksums_match_cpu"] = ok
     print(json.dumps(rec), flush=True)
     return 0 if ok else 1

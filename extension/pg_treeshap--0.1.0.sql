@@ -22,9 +22,12 @@ CREATE TABLE treeshap.model_store (
     categorical_features text[],
     num_categories integer[],
     created_at    timestamptz NOT NULL DEFAULT now(),
-    version       bigint NOT NULL DEFAULT nextval('treeshap.model_version')
+    version       bigint NOT NULL DEFAULT nextval('treeshap.model_version'),
+    digest        bigint NOT NULL
 );
 COMMENT ON TABLE treeshap.model_store IS 'stored models with their original bytes';
+COMMENT ON COLUMN treeshap.model_store.digest IS
+    'CityHash64 of model: with the version, the GPU service''s name for these bytes';
 
 -- models survive pg_dump/restore
 SELECT pg_catalog.pg_extension_config_dump('treeshap.model_store', '');
@@ -205,10 +208,15 @@ LANGUAGE C VOLATILE STRICT;
 REVOKE ALL ON FUNCTION treeshap._service_ping(integer) FROM PUBLIC;
 
 -- Make a model's current version resident in the GPU service, as the first GPU
--- call on it does: the paths the service's executor read, and whether this call
--- loaded it (false: it was resident). A diagnostic: loading may evict other
--- sessions' models, so only roles granted it may call it.
-CREATE FUNCTION treeshap._service_load(model text, OUT paths bigint, OUT loaded boolean)
+-- call on it does: the paths the service's executor read, whether this call
+-- loaded it (false: it was resident), and the interface that a GPU call takes
+-- from the service instead of parsing the model (its paths too long for the GPU,
+-- its shape, names, base score and categories). A diagnostic: loading may evict
+-- other sessions' models, so only roles granted it may call it.
+CREATE FUNCTION treeshap._service_load(model text, OUT paths bigint, OUT loaded boolean,
+    OUT long_paths bigint, OUT num_features integer, OUT num_outputs integer,
+    OUT feature_names text[], OUT base_score float8[], OUT categorical_features text[],
+    OUT num_categories integer[])
 AS 'MODULE_PATHNAME', 'treeshap_service_load'
 LANGUAGE C VOLATILE STRICT;
 REVOKE ALL ON FUNCTION treeshap._service_load(text) FROM PUBLIC;

@@ -50,7 +50,7 @@ SELECT CASE WHEN pg_temp.preloaded() THEN pg_temp.service_other_than(NULL) END A
        (SELECT service_starts FROM treeshap.gpu_status LIMIT 1) AS starts,
        pg_temp.devices() AS devices;
 \set QUIET 0
-SELECT plan(24);
+SELECT plan(26);
 
 SELECT ok((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status)
             <@ CASE WHEN pg_temp.preloaded() THEN ARRAY['ready', 'no device'] ELSE ARRAY['not loaded'] END,
@@ -160,6 +160,38 @@ SELECT CASE WHEN pg_temp.preloaded() THEN
        WHERE version >= (SELECT version FROM replaced) AND database = current_database()),
      ARRAY[ROW(NULL, 1)::text, ROW('t11_model', 0)::text],
      'the old version stays resident under no name until evicted; the new one is its own entry')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+-- a GPU call reads the model's interface from the service instead of parsing
+-- the model: shape, names, base score, categories and dictionaries must be what
+-- this backend's own parse stored in the catalog at load time
+\set text_cats `cat test/fixtures/xgb_text_cats.json`
+\set lgb_cats `cat test/fixtures/lgb_text_cats.txt`
+\set multiclass `cat test/fixtures/multiclass.json`
+\set onehot `cat test/fixtures/cb_onehot.json`
+\set long `cat test/fixtures/long.json`
+\set long24 `cat test/fixtures/long24.json`
+SELECT treeshap.load_model(n, convert_to(b, 'UTF8')) FROM (VALUES
+  ('t11_text_cats', :'text_cats'), ('t11_lgb_cats', :'lgb_cats'), ('t11_multiclass', :'multiclass'),
+  ('t11_onehot', :'onehot'), ('t11_long', :'long'), ('t11_long24', :'long24')) v(n, b) \g /dev/null
+CREATE FUNCTION pg_temp.interface(name text) RETURNS text LANGUAGE sql AS $$
+  SELECT ROW(num_features, num_outputs, feature_names, base_score, categorical_features,
+             num_categories)::text FROM treeshap._service_load(name)
+$$;
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT array_agg(pg_temp.interface(name) ORDER BY name) FROM treeshap.models
+       WHERE name LIKE 't11\_%' AND name <> 't11_model'),
+     (SELECT array_agg(ROW(num_features, num_outputs, feature_names, base_score, categorical_features,
+                           num_categories)::text ORDER BY name) FROM treeshap.models
+       WHERE name LIKE 't11\_%' AND name <> 't11_model'),
+     'the interface from the service matches the catalog on six models (categories, dictionaries, multiclass, LightGBM, CatBoost)')
+  ELSE skip('pg_treeshap is not preloaded', 1) END;
+
+SELECT CASE WHEN pg_temp.preloaded() THEN
+  is((SELECT array_agg(ROW(name, (SELECT long_paths > 0 FROM treeshap._service_load(name)))::text ORDER BY name)
+        FROM treeshap.models WHERE name IN ('t11_long', 't11_long24')),
+     ARRAY[ROW('t11_long', true)::text, ROW('t11_long24', false)::text],
+     'the interface carries the paths too long for a warp (of up to 40 features), and none of a 24-feature model')
   ELSE skip('pg_treeshap is not preloaded', 1) END;
 
 -- the service's load: requests answered, requests waiting

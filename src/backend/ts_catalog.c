@@ -15,6 +15,7 @@
 
 #include "backend/ts_batch.h"
 #include "backend/ts_catalog.h"
+#include "backend/ts_gpu_pg.h"
 
 PG_FUNCTION_INFO_V1(treeshap_store_model);
 
@@ -60,8 +61,8 @@ read_model_or_error(const char *name, bytea *bytes)
 }
 
 /* The model's feature names as text[], or NULL datum when it has none. */
-static Datum
-feature_names_array(const TsModel *m, bool *isnull)
+Datum
+ts_feature_names_array(const TsModel *m, bool *isnull)
 {
 	Datum	   *elems;
 
@@ -75,8 +76,8 @@ feature_names_array(const TsModel *m, bool *isnull)
 }
 
 /* Per-output base score in margin space as float8[]. */
-static Datum
-base_score_array(const TsModel *m)
+Datum
+ts_base_score_array(const TsModel *m)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * m->num_outputs);
 
@@ -90,8 +91,8 @@ base_score_array(const TsModel *m)
  * The categorical features by name, and per feature the number of
  * categories its dictionary lists (NULL where the model lists none).
  */
-static void
-categorical_arrays(const TsModel *m, Datum *names, Datum *counts, bool *isnull)
+void
+ts_categorical_arrays(const TsModel *m, Datum *names, Datum *counts, bool *isnull)
 {
 	Datum	   *n = palloc(sizeof(Datum) * m->num_features);
 	Datum	   *c = palloc(sizeof(Datum) * m->num_features);
@@ -140,8 +141,8 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 	static const char *insert_sql =
 		"INSERT INTO treeshap.model_store AS s (name, format, num_trees, num_features, "
 		"num_outputs, max_depth, num_leaves, feature_names, objective, base_score, model, "
-		"categorical_features, num_categories) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+		"categorical_features, num_categories, digest) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
 	static const char *upsert_tail =
 		" ON CONFLICT (name) DO UPDATE SET format = EXCLUDED.format, "
 		"num_trees = EXCLUDED.num_trees, num_features = EXCLUDED.num_features, "
@@ -149,12 +150,12 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 		"num_leaves = EXCLUDED.num_leaves, feature_names = EXCLUDED.feature_names, "
 		"objective = EXCLUDED.objective, base_score = EXCLUDED.base_score, "
 		"model = EXCLUDED.model, categorical_features = EXCLUDED.categorical_features, "
-		"num_categories = EXCLUDED.num_categories, created_at = now(), "
+		"num_categories = EXCLUDED.num_categories, digest = EXCLUDED.digest, created_at = now(), "
 		"version = nextval('treeshap.model_version')";
-	Oid			argtypes[13] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
-	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID, TEXTARRAYOID, INT4ARRAYOID};
-	Datum		args[13];
-	char		nulls[13];
+	Oid			argtypes[14] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
+	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID, TEXTARRAYOID, INT4ARRAYOID, INT8OID};
+	Datum		args[14];
+	char		nulls[14];
 	bool		names_null;
 	bool		cats_null;
 	char	   *sql = replace ? psprintf("%s%s", insert_sql, upsert_tail) : pstrdup(insert_sql);
@@ -167,18 +168,19 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 	args[4] = Int32GetDatum(m->num_outputs);
 	args[5] = Int32GetDatum(m->max_depth);
 	args[6] = Int64GetDatum(m->num_leaves);
-	args[7] = feature_names_array(m, &names_null);
+	args[7] = ts_feature_names_array(m, &names_null);
 	if (names_null)
 		nulls[7] = 'n';
 	args[8] = m->objective ? CStringGetTextDatum(m->objective) : (Datum) 0;
 	if (m->objective == NULL)
 		nulls[8] = 'n';
-	args[9] = base_score_array(m);
+	args[9] = ts_base_score_array(m);
 	args[10] = PointerGetDatum(bytes);
-	categorical_arrays(m, &args[11], &args[12], &cats_null);
+	ts_categorical_arrays(m, &args[11], &args[12], &cats_null);
 	if (cats_null)
 		nulls[11] = nulls[12] = 'n';
-	if (SPI_execute_with_args(sql, 13, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+	args[13] = Int64GetDatum((int64) ts_cityhash64(VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes)));
+	if (SPI_execute_with_args(sql, 14, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not store model");
 }
 
@@ -223,21 +225,34 @@ treeshap_store_model(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* Catalog version of a model; ERROR if it does not exist. */
-static int64
-lookup_version(const char *name, bool *found)
+/* What the catalog says of a model's current version. */
+typedef struct StoredModel
+{
+	bool		found;
+	int64		version;
+	uint64		length;			/* of its bytes (from the TOAST pointer: nothing is read) */
+	uint64		digest;
+} StoredModel;
+
+/* The catalog row of a model, without its bytes. */
+static StoredModel
+lookup_model(const char *name)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1] = {CStringGetTextDatum(name)};
+	StoredModel stored = {false, 0, 0, 0};
 	bool		isnull;
 
-	if (SPI_execute_with_args("SELECT version FROM treeshap.model_store WHERE name = $1",
-							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("SELECT version, octet_length(model), digest FROM treeshap.model_store "
+							  "WHERE name = $1", 1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up model \"%s\"", name);
-	*found = SPI_processed > 0;
-	if (!*found)
-		return 0;
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (SPI_processed == 0)
+		return stored;
+	stored.found = true;
+	stored.version = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	stored.length = (uint64) DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	stored.digest = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	return stored;
 }
 
 /* Free a cache entry now if unused, or when its last user releases it. */
@@ -297,64 +312,114 @@ ts_model_bytes(const TsCachedModel *entry)
 	return bytes;
 }
 
-/*
- * Read the stored bytes and build model and path table in a fresh context;
- * it joins the cache only once complete, so an ERROR midway frees it.
- */
+/* A new entry for a stored version, in a context of its own under the current one. */
 static TsCachedModel *
-build_entry(const char *name, int64 version)
+new_entry(const char *name, const StoredModel *stored)
 {
-	MemoryContext ctx;
-	MemoryContext old;
-	TsCachedModel *entry;
-	bytea	   *bytes = stored_bytes(name, version);
+	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap cached model",
+											  ALLOCSET_DEFAULT_SIZES);
+	TsCachedModel *entry = MemoryContextAllocZero(ctx, sizeof(TsCachedModel));
 
-	if (bytes == NULL)
-		elog(ERROR, "could not read model \"%s\"", name);
-	ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap cached model",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(ctx);
-	entry = palloc0(sizeof(TsCachedModel));
-	entry->name = pstrdup(name);
-	entry->version = version;
+	entry->name = MemoryContextStrdup(ctx, name);
+	entry->version = stored->version;
+	entry->length = stored->length;
+	entry->digest = stored->digest;
 	entry->context = ctx;
-	entry->length = VARSIZE_ANY_EXHDR(bytes);
-	entry->digest = ts_cityhash64(VARDATA_ANY(bytes), entry->length);
-	entry->model = read_model_or_error(name, bytes);
-	entry->paths = ts_paths_build(entry->model);
-	MemoryContextSwitchTo(old);
+	return entry;
+}
 
+/* Add a complete entry to the cache; until then an ERROR frees it with its parent. */
+static TsCachedModel *
+cache_entry(TsCachedModel *entry)
+{
 	if (cache_context == NULL)
 		cache_context = AllocSetContextCreate(TopMemoryContext, "treeshap model cache",
 											  ALLOCSET_SMALL_SIZES);
-	MemoryContextSetParent(ctx, cache_context);
+	MemoryContextSetParent(entry->context, cache_context);
 	entry->next = cache_head;
 	cache_head = entry;
 	return entry;
 }
 
+/* Read the stored bytes and build model and path table. */
+static TsCachedModel *
+build_entry(const char *name, const StoredModel *stored)
+{
+	TsCachedModel *entry = new_entry(name, stored);
+	bytea	   *bytes = stored_bytes(name, stored->version);
+	MemoryContext old;
+
+	if (bytes == NULL)
+		elog(ERROR, "could not read model \"%s\"", name);
+	old = MemoryContextSwitchTo(entry->context);
+	entry->length = VARSIZE_ANY_EXHDR(bytes);
+	entry->digest = ts_cityhash64(VARDATA_ANY(bytes), entry->length);
+	entry->model = read_model_or_error(name, bytes);
+	entry->paths = ts_paths_build(entry->model);
+	entry->num_paths = entry->paths->num_paths;
+	MemoryContextSwitchTo(old);
+	return cache_entry(entry);
+}
+
+/* Take the model's interface from the GPU service, which holds (or now loads) the model. */
+static TsCachedModel *
+build_interface_entry(const char *name, const StoredModel *stored)
+{
+	TsCachedModel *entry = new_entry(name, stored);
+	MemoryContext old = MemoryContextSwitchTo(entry->context);
+	TsInterface in;
+	int64		paths;
+	bool		loaded;
+
+	ts_gpu_load(entry, &in, &paths, &loaded);
+	entry->interface_only = true;
+	entry->model = in.model;
+	entry->paths = in.long_paths;
+	entry->num_paths = in.num_paths;
+	entry->num_long = in.long_paths->num_paths;
+	entry->long_paths = palloc(sizeof(int64) * (entry->num_long + 1));
+	for (int64 p = 0; p < entry->num_long; p++)
+		entry->long_paths[p] = p;
+	MemoryContextSwitchTo(old);
+	return cache_entry(entry);
+}
+
 /* Current model for a name, rebuilt when the catalog version moved on. */
 TsCachedModel *
-ts_model_acquire(const char *name)
+ts_model_acquire(const char *name, bool gpu)
 {
-	bool		found;
-	int64		version = lookup_version(name, &found);
+	StoredModel stored = lookup_model(name);
 	TsCachedModel *entry = find_entry(name);
 
-	if (entry != NULL && (!found || entry->version != version))
+	/* a CPU call needs the trees, which an entry from the service lacks */
+	if (entry != NULL && (!stored.found || entry->version != stored.version ||
+						  (entry->interface_only && !gpu)))
 	{
 		retire_entry(entry);
 		entry = NULL;
 	}
-	if (!found)
+	if (!stored.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" does not exist", name),
 				 errhint("Load it with treeshap.load_model().")));
 	if (entry == NULL)
-		entry = build_entry(name, version);
+		entry = gpu ? build_interface_entry(name, &stored) : build_entry(name, &stored);
 	entry->pins++;
 	return entry;
+}
+
+/* A stored model's identity alone, outside the cache: enough to ship its bytes. */
+TsCachedModel *
+ts_model_identity(const char *name)
+{
+	StoredModel stored = lookup_model(name);
+
+	if (!stored.found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", name)));
+	return new_entry(name, &stored);
 }
 
 /* Drop the caller's pin; a retired entry is freed with its last pin. */

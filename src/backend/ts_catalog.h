@@ -17,8 +17,10 @@ struct TsCachedModel
 	uint64		length;			/* of its stored bytes */
 	uint64		digest;			/* CityHash64 of them: the GPU service's key, with the version */
 	MemoryContext context;		/* owns the entry, model and path table */
+	bool		interface_only; /* from the GPU service: no trees, paths holds the long ones only */
 	TsModel    *model;
 	TsPathTable *paths;
+	int64		num_paths;		/* of the whole path table */
 	int64	   *long_paths;		/* paths too long for the GPU, listed on first GPU use */
 	int64		num_long;
 	int			pins;			/* calls using it now; retired entries wait for 0 */
@@ -26,11 +28,24 @@ struct TsCachedModel
 };
 
 /*
- * Current version of the named model, parsed and with its path table, pinned
- * for the caller; SPI must be connected. ERROR if the model does not exist.
+ * Current version of the named model, pinned for the caller; SPI must be
+ * connected. ERROR if the model does not exist. For a GPU call the model's
+ * interface from the GPU service suffices (ts_gpu_interface: no parsing,
+ * no path table in this backend); a CPU call needs the model parsed.
  */
-extern TsCachedModel *ts_model_acquire(const char *name);
+extern TsCachedModel *ts_model_acquire(const char *name, bool gpu);
 extern void ts_model_release(TsCachedModel *entry);
+
+/*
+ * A model's catalog identity (name, version, length, digest) in an entry
+ * outside the cache, without model or paths: what shipping it needs.
+ */
+extern TsCachedModel *ts_model_identity(const char *name);
+
+/* The model's fields as treeshap.model_store stores them, for the diagnostics. */
+extern Datum ts_feature_names_array(const TsModel *m, bool *isnull);
+extern Datum ts_base_score_array(const TsModel *m);
+extern void ts_categorical_arrays(const TsModel *m, Datum *names, Datum *counts, bool *isnull);
 
 /*
  * The entry's stored bytes again (to ship them to the GPU service); SPI

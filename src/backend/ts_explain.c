@@ -580,7 +580,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsInteractionAr
 	SPI_connect();
 	PG_TRY();
 	{
-		cached = ts_model_acquire(model_name);
+		cached = ts_model_acquire(model_name, use_gpu);
 		emitter_init(&em, kind, rsinfo, cached, args);
 		if (use_gpu)
 		{
@@ -739,7 +739,7 @@ treeshap_shap_values(PG_FUNCTION_ARGS)
 		float	   *x;
 		double	   *phi;
 
-		cached = ts_model_acquire(model_name);
+		cached = ts_model_acquire(model_name, use_gpu);
 		m = cached->model;
 		x = features_from_array(arr, m);
 		if (use_gpu)

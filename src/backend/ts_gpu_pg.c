@@ -24,6 +24,7 @@
 #include "service/ts_service.h"
 
 /* How often a run asks again after loading a model that was evicted before its batch ran. */
+#define INTERFACE_ROOM (64 * 1024)
 #define LOAD_ATTEMPTS 3
 
 struct TsGpuRun
@@ -86,46 +87,93 @@ report_failure(const TsCachedModel *entry, int32 status, const TsRequestHeader *
 	}
 }
 
+/* What a load request answered. */
+typedef struct LoadAnswer
+{
+	int32		status;
+	int64		paths;			/* the resident model's */
+	bool		loaded;			/* by this request */
+	uint64		interface_len;	/* of the model's interface, when asked for */
+} LoadAnswer;
+
+/* Copy the entry's stored bytes to dest, freeing this backend's copy at once (up to a gigabyte). */
+static void
+copy_bytes(TsCachedModel *entry, char *dest)
+{
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "treeshap model bytes",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+
+	memcpy(dest, VARDATA_ANY(ts_model_bytes(entry)), entry->length);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+}
+
 /*
  * One load request for the entry's model: with its bytes (shipped from the
- * catalog), or without, asking only whether the service holds it.
+ * catalog), or without, asking only whether the service holds it; with
+ * interface_room > 0 also for the model's interface, read into *in when it
+ * fit (CurrentMemoryContext).
  */
-static int32
-load_request(TsCachedModel *entry, bool with_bytes, int64 *paths, bool *loaded)
+static LoadAnswer
+load_request(TsCachedModel *entry, bool with_bytes, uint64 interface_room, TsInterface *in)
 {
-	bytea	   *bytes = with_bytes ? ts_model_bytes(entry) : NULL;
 	uint64		offset = ts_request_align(sizeof(TsRequestHeader));
-	uint64		size = offset + (with_bytes ? entry->length : 0);
-	dsm_segment *seg = dsm_create(size, 0);
+	uint64		room_at = offset + ts_request_align(with_bytes ? entry->length : 0);
+	dsm_segment *seg = dsm_create(room_at + interface_room, 0);
 	TsRequestHeader *h = dsm_segment_address(seg);
-	int32		status;
+	LoadAnswer	a;
+	TsError		err = {0};
 
 	memset(h, 0, sizeof(*h));
 	h->magic = TS_REQUEST_MAGIC;
-	h->size = size;
+	h->size = room_at + interface_room;
 	h->model = model_key(entry);
+	h->bytes_offset = with_bytes ? offset : 0;
+	h->interface_offset = interface_room > 0 ? room_at : 0;
+	h->interface_room = interface_room;
 	if (with_bytes)
-	{
-		h->bytes_offset = offset;
-		memcpy((char *) h + offset, VARDATA_ANY(bytes), entry->length);
-	}
-	status = ts_service_wait(ts_service_submit(TS_EXEC_LOAD, 0, dsm_segment_handle(seg), h));
-	if (status != TS_REQUEST_OK && status != TS_REQUEST_NEED_MODEL)
-		report_failure(entry, status, h);
-	*paths = h->paths;
-	*loaded = h->loaded != 0;
+		copy_bytes(entry, (char *) h + offset);
+	a.status = ts_service_wait(ts_service_submit(TS_EXEC_LOAD, 0, dsm_segment_handle(seg), h));
+	if (a.status != TS_REQUEST_OK && a.status != TS_REQUEST_NEED_MODEL)
+		report_failure(entry, a.status, h);
+	a.paths = h->paths;
+	a.loaded = h->loaded != 0;
+	a.interface_len = h->interface_len;
+	if (a.status == TS_REQUEST_OK && interface_room > 0 && a.interface_len <= interface_room &&
+		!ts_wire_read((char *) h + room_at, a.interface_len, in, &err))
+		elog(ERROR, "the GPU service sent a damaged interface of model \"%s\": %s", entry->name, err.message);
 	dsm_detach(seg);
-	return status;
+	return a;
+}
+
+/* Load the model unless the service holds it: the bytes (up to a gigabyte) travel only then. */
+static LoadAnswer
+load_model(TsCachedModel *entry, uint64 interface_room, TsInterface *in)
+{
+	LoadAnswer	a;
+
+	check_segment_type();
+	a = load_request(entry, false, interface_room, in);
+	if (a.status == TS_REQUEST_NEED_MODEL)
+		a = load_request(entry, true, interface_room, in);
+	if (a.status != TS_REQUEST_OK)
+		elog(ERROR, "the GPU service did not keep model \"%s\"", entry->name);
+	return a;
 }
 
 void
-ts_gpu_load(TsCachedModel *entry, int64 *paths, bool *loaded)
+ts_gpu_load(TsCachedModel *entry, TsInterface *in, int64 *paths, bool *loaded)
 {
-	check_segment_type();
-	/* the bytes (up to a gigabyte) travel only when the service lacks them */
-	if (load_request(entry, false, paths, loaded) == TS_REQUEST_NEED_MODEL &&
-		load_request(entry, true, paths, loaded) != TS_REQUEST_OK)
-		elog(ERROR, "the GPU service did not keep model \"%s\"", entry->name);
+	/* room for a model without dictionaries or long paths; a larger one asks again */
+	LoadAnswer	a = load_model(entry, in != NULL ? INTERFACE_ROOM : 0, in);
+
+	*paths = a.paths;
+	*loaded = a.loaded;
+	if (in != NULL && a.interface_len > INTERFACE_ROOM)
+		a = load_model(entry, a.interface_len, in);
+	if (in != NULL && in->model == NULL)
+		elog(ERROR, "the GPU service sent no interface of model \"%s\"", entry->name);
 }
 
 /* Reset callback of a run's context: drop the request in flight, unmap the segment. */
@@ -260,7 +308,7 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	run->callback.arg = run;
 	MemoryContextRegisterResetCallback(ctx, &run->callback);
 	MemoryContextSwitchTo(old);
-	job = job_for(&run->spec, run->host_importance, pt->num_paths);
+	job = job_for(&run->spec, run->host_importance, entry->num_paths);
 	create_segment(run, &job, max_rows);
 	return run;
 }
@@ -319,8 +367,6 @@ double *
 ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 {
 	int32		status;
-	int64		paths;
-	bool		loaded;
 
 	for (int attempt = 1;; attempt++)
 	{
@@ -328,7 +374,7 @@ ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 		run->pending = 0;
 		if (status != TS_REQUEST_NEED_MODEL || attempt > LOAD_ATTEMPTS)
 			break;
-		(void) load_request(run->entry, true, &paths, &loaded);	/* the run found it missing */
+		(void) load_request(run->entry, true, 0, NULL);	/* the run found it missing */
 		ts_gpu_run_submit(run, slot, nrows);
 	}
 	if (status != TS_REQUEST_OK)

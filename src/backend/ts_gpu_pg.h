@@ -8,6 +8,7 @@
 
 #include "backend/ts_catalog.h"
 #include "core/ts_interactions.h"
+#include "core/ts_wire.h"
 
 typedef struct TsGpuRun TsGpuRun;
 
@@ -35,9 +36,11 @@ extern bool ts_device_use_gpu(bool batches);
 
 /*
  * Make the model resident in the GPU service (shipping its bytes unless
- * the service holds that version): its paths, and whether this call loaded it.
+ * the service holds that version): its paths, whether this call loaded it,
+ * and, when in is not NULL, its interface (core/ts_wire.h) read into
+ * CurrentMemoryContext.
  */
-extern void ts_gpu_load(TsCachedModel *entry, int64 *paths, bool *loaded);
+extern void ts_gpu_load(TsCachedModel *entry, TsInterface *in, int64 *paths, bool *loaded);
 
 /*
  * Start a run over batches of up to max_rows rows (builds the model's plan on

@@ -137,39 +137,47 @@ treeshap_service_ping(PG_FUNCTION_ARGS)
 	PG_RETURN_FLOAT8(ts_service_ping(PG_GETARG_INT32(0)));
 }
 
+/* The columns of _service_load: what the executor answered, and the interface it sent. */
+static HeapTuple
+load_row(TupleDesc desc, int64 paths, bool loaded, const TsInterface *in)
+{
+	Datum		values[9];
+	bool		nulls[9] = {false};
+
+	values[0] = Int64GetDatum(paths);
+	values[1] = BoolGetDatum(loaded);
+	values[2] = Int64GetDatum(in->long_paths->num_paths);
+	values[3] = Int32GetDatum(in->model->num_features);
+	values[4] = Int32GetDatum(in->model->num_outputs);
+	values[5] = ts_feature_names_array(in->model, &nulls[5]);
+	values[6] = ts_base_score_array(in->model);
+	ts_categorical_arrays(in->model, &values[7], &values[8], &nulls[7]);
+	nulls[8] = nulls[7];
+	return heap_form_tuple(BlessTupleDesc(desc), values, nulls);
+}
+
 /*
  * treeshap._service_load(model): make the model's current version resident
  * in the GPU service (its executor reads the bytes shipped to it, and
  * uploads them when it has a GPU): its paths as the executor counts them,
- * and whether this call loaded it or found it resident.
+ * whether this call loaded it or found it resident, and the interface a
+ * GPU call takes from the service instead of parsing the model.
  */
 Datum
 treeshap_service_load(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	TsCachedModel *volatile entry = NULL;
 	TupleDesc	desc;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-	int64		paths = 0;
-	bool		loaded = false;
+	HeapTuple	row;
+	TsInterface in;
+	int64		paths;
+	bool		loaded;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	SPI_connect();
-	PG_TRY();
-	{
-		entry = ts_model_acquire(name);
-		ts_gpu_load(entry, &paths, &loaded);
-	}
-	PG_FINALLY();
-	{
-		if (entry != NULL)
-			ts_model_release(entry);
-	}
-	PG_END_TRY();
+	ts_gpu_load(ts_model_identity(name), &in, &paths, &loaded);
+	row = load_row(desc, paths, loaded, &in);
 	SPI_finish();
-	values[0] = Int64GetDatum(paths);
-	values[1] = BoolGetDatum(loaded);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+	PG_RETURN_DATUM(HeapTupleGetDatum(row));
 }

@@ -5,6 +5,9 @@
  */
 #include "service/ts_exec_models.h"
 
+#include "core/ts_pack.h"
+#include "core/ts_wire.h"
+
 #include <string.h>
 #include <time.h>
 
@@ -58,7 +61,25 @@ ts_resident_remove(TsResidentModel *m)
 #endif
 	ts_paths_free(m->paths);
 	ts_model_free(m->model);
+	ts_free(m->interface);
 	memset(m, 0, sizeof(*m));
+}
+
+const char *
+ts_resident_interface(TsResidentModel *m, size_t *len)
+{
+	if (m->interface == NULL)
+	{
+		int64_t		num_long;
+		int64_t    *long_paths = ts_pack_long_paths(m->paths, &num_long);
+
+		m->interface_len = ts_wire_write(m->model, m->paths, long_paths, num_long, NULL, 0);
+		m->interface = ts_alloc(m->interface_len);
+		ts_wire_write(m->model, m->paths, long_paths, num_long, m->interface, m->interface_len);
+		ts_free(long_paths);
+	}
+	*len = m->interface_len;
+	return m->interface;
 }
 
 TsResidentModel *

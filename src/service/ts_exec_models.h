@@ -25,6 +25,8 @@ typedef struct TsResidentModel
 	TsModelKey	key;
 	TsModel    *model;
 	TsPathTable *paths;
+	char	   *interface;		/* core/ts_wire.h bytes, written on first request, or NULL */
+	size_t		interface_len;
 	uint64_t	hits;			/* requests that found it resident */
 	uint64_t	last_use;		/* a tick of the executor's request clock */
 	int64_t		last_used;		/* the same in Unix microseconds, for the view */
@@ -49,6 +51,9 @@ extern bool ts_resident_evict_one(const TsResidentModel *keep);
 
 /* Free everything an entry holds, on the device and on the host. */
 extern void ts_resident_remove(TsResidentModel *m);
+
+/* The model's interface (core/ts_wire.h), written on first use; sets *len. */
+extern const char *ts_resident_interface(TsResidentModel *m, size_t *len);
 
 /* Free an entry's runner (its device buffers), keeping the model. */
 extern void ts_resident_drop_runner(TsResidentModel *m);

@@ -118,6 +118,22 @@ upload(TsResidentModel *m, TsRequestHeader *h, bool *fatal)
 }
 #endif
 
+/* Write the model's interface into the request's room for it, when it fits there. */
+static void
+answer_interface(Segment *seg, TsResidentModel *m)
+{
+	TsRequestHeader *h = seg->h;
+	size_t		len;
+	const char *interface;
+
+	if (h->interface_room == 0)
+		return;
+	interface = ts_resident_interface(m, &len);
+	h->interface_len = len;
+	if (len <= h->interface_room && within(seg, h->interface_offset, len))
+		memcpy((char *) h + h->interface_offset, interface, len);
+}
+
 /*
  * A load request: read the bytes, build the path table and, with a GPU,
  * upload it; a request without bytes only asks whether it is resident.
@@ -149,6 +165,7 @@ load(Segment *seg, bool *fatal)
 		m = ts_resident_add(&h->model, model, ts_paths_build(model));
 	}
 	h->paths = m->paths->num_paths;
+	answer_interface(seg, m);
 #ifdef TS_WITH_CUDA
 	if (have_device && m->plan == NULL)
 	{

@@ -4,8 +4,10 @@
  * name (the executor is no PostgreSQL process). It starts with a header,
  * then the areas the header points at. Plain C: both sides include it.
  *
- * A load request carries a model's bytes; a run request one batch of rows
- * for a resident model, and room for its results. The backend stamps its
+ * A load request carries a model's bytes (or asks whether the service holds
+ * it) and may ask for the model's interface, which spares a backend parsing
+ * the model; a run request one batch of rows for a resident model, and room
+ * for its results. The backend stamps its
  * slot and sequence number into the header before each request, and the
  * executor serves a segment only when they match the message it got, so a
  * segment name reused after its backend left is never written.
@@ -50,6 +52,9 @@ typedef struct TsRequestHeader
 
 	/* load: the model's bytes; 0 asks only whether it is resident (NEED_MODEL if not) */
 	uint64_t	bytes_offset;
+	/* load: room for the model's interface (core/ts_wire.h), 0 bytes when not wanted */
+	uint64_t	interface_offset;
+	uint64_t	interface_room;
 
 	/* run: the job (cuda/ts_cuda.h's TsGpuJob and precision) */
 	int32_t		job_kind;
@@ -69,6 +74,7 @@ typedef struct TsRequestHeader
 
 	/* the answer */
 	int64_t		paths;			/* load: the resident model's paths */
+	uint64_t	interface_len;	/* load: its interface's length, written when within the room */
 	int32_t		loaded;			/* load: 1 when this request made it resident, 0 when it was */
 	int32_t		status;			/* TsRequestStatus */
 	int32_t		error_class;	/* TS_REQUEST_BAD_MODEL: the core's TsErrorCode */

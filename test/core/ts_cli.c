@@ -11,7 +11,8 @@
  *   ts_cli load MODEL...        read each model, print "ok" or the error
  *   ts_cli pack MODEL           pack with NF, FFD and BFD; check every packing is
  *                               valid (each short path once, no bin over 32 lanes),
- *                               and the GPU quadrature layout (slots, offsets)
+ *                               and the GPU quadrature layout (slots, offsets), and
+ *                               the model's interface for the GPU service (wire_check.c)
  * CSV rows hold feature values only; an empty field or "nan" is missing.
  */
 #include "gpu/ts_gpu_quad.h"
@@ -26,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int			ts_cli_check_wire(const TsModel *m, const TsPathTable *pt);	/* wire_check.c */
 
 /* Parse one CSV line of num_features values into row. */
 static void
@@ -398,7 +401,7 @@ main(int argc, char **argv)
 		}
 		pt = ts_paths_build(m);
 		bad = check_packing(pt, TS_PACK_NEXT_FIT) + check_packing(pt, TS_PACK_FIRST_FIT_DECREASING) +
-			check_packing(pt, TS_PACK_BEST_FIT_DECREASING) + check_layout(pt);
+			check_packing(pt, TS_PACK_BEST_FIT_DECREASING) + check_layout(pt) + ts_cli_check_wire(m, pt);
 		ts_paths_free(pt);
 		ts_model_free(m);
 		free(buf);
