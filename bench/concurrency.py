@@ -60,8 +60,9 @@ def load(conn, work, name, table, features, rows):
                     f"JOIN {table}_distinct d ON d.id = g % (SELECT count(*) FROM {table}_distinct)")
         cur.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (id)")  # a session's share is an index range
         cur.execute(f"VACUUM ANALYZE {table}")
-        with open(os.path.join(work, name + ".json"), "rb") as f:
-            cur.execute("SELECT (treeshap.load_model(%s, %s, true)).version", (name, f.read()))
+        # read by the server: a bytea parameter of a large model passes 1 GB as text
+        cur.execute("SELECT (treeshap.load_model(%s, pg_read_binary_file(%s), true)).version",
+                    (name, os.path.abspath(os.path.join(work, name + ".json"))))
         cur.execute(f"SELECT count(*) FROM {table}_distinct")
         return cur.fetchone()[0]
 

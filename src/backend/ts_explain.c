@@ -559,6 +559,18 @@ end_call(TsGpuRun *run, TsCachedModel *cached)
 		ts_model_release(cached);
 }
 
+/*
+ * Whether a call stays on the CPU whatever the device: predictions (the GPU
+ * computes SHAP values only), and interactions of no feature (no work at all).
+ */
+static bool
+cpu_only(TsResultKind kind, const TsInteractionArgs *args)
+{
+	return kind == TS_RESULT_PREDICT ||
+		(args != NULL && args->features != NULL &&
+		 ArrayGetNItems(ARR_NDIM(args->features), ARR_DIMS(args->features)) == 0);
+}
+
 /* Common body of the set-returning functions; args only for interactions. */
 static Datum
 explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsInteractionArgs *args)
@@ -573,7 +585,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsInteractionAr
 	bool		use_gpu;
 
 	get_model_and_query(fcinfo, &model_name, &query);
-	use_gpu = kind != TS_RESULT_PREDICT && ts_device_use_gpu(true);
+	use_gpu = !cpu_only(kind, args) && ts_device_use_gpu(true);
 	InitMaterializedSRF(fcinfo, 0);
 	key_type = kind == TS_RESULT_IMPORTANCE ? InvalidOid : TupleDescAttr(rsinfo->setDesc, 0)->atttypid;
 
