@@ -8,7 +8,7 @@
 #   backend  the backend's SQL glue
 # PostgreSQL headers only in service/ and backend/.
 # cuda/ holds the kernels behind the plain-C cuda/ts_cuda.h, at the gpu layer.
-TS_BASE_SRCS = base/ts_error.c base/ts_alloc.c
+TS_BASE_SRCS = base/ts_error.c base/ts_alloc.c base/ts_interrupt.c
 TS_MODEL_SRCS = model/ts_json.c model/ts_ubjson.c model/ts_model.c model/ts_catdict.c \
     model/ts_cityhash.c model/ts_xgboost.c model/ts_xgboost_cats.c model/ts_lightgbm.c \
     model/ts_catboost.c

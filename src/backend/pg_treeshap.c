@@ -17,11 +17,15 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Route the core's memory into memory contexts; register settings, and the GPU service when preloaded. */
+/*
+ * Route the core's memory into memory contexts and its cancellation points
+ * to CHECK_FOR_INTERRUPTS; register settings, and the GPU service when preloaded.
+ */
 void
 _PG_init(void)
 {
 	ts_use_allocator(&ts_pg_allocator);
+	ts_use_interrupt_check(ts_pg_check_interrupts);
 	ts_settings_init();
 	if (process_shared_preload_libraries_in_progress)
 		ts_service_register();

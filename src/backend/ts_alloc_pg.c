@@ -1,9 +1,12 @@
 /*
- * ts_alloc_pg.c - the compute core's allocator inside a backend: memory goes
- * to CurrentMemoryContext, so an ERROR anywhere frees it with the context.
- * _PG_init installs it (ts_use_allocator).
+ * ts_alloc_pg.c - the compute core's hooks inside a backend: memory goes
+ * to CurrentMemoryContext, so an ERROR anywhere frees it with the context,
+ * which is what lets the core's cancellation points raise cancel and
+ * statement_timeout from inside its loops. _PG_init installs both.
  */
 #include "postgres.h"
+
+#include "miscadmin.h"
 
 #include "backend/ts_alloc_pg.h"
 
@@ -31,3 +34,10 @@ pg_realloc(void *ptr, size_t size)
 }
 
 const TsAllocator ts_pg_allocator = {pg_alloc, pg_alloc0, pg_realloc, pfree};
+
+/* The core's cancellation point: cancel, statement_timeout and terminate raise here. */
+void
+ts_pg_check_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}

@@ -357,8 +357,10 @@ run_query_cpu(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_t
 	while ((n = ts_batch_next(&reader)) > 0)
 	{
 		for (uint64 i = 0; i < n; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
 			explain_row_cpu(em, reader.keys[i], reader.key_null[i], reader.x + i * (size_t) nf);
-		CHECK_FOR_INTERRUPTS();
+		}
 	}
 	ts_batch_close(&reader);
 }

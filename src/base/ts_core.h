@@ -48,4 +48,26 @@ extern void *ts_alloc0(size_t size);
 extern void *ts_realloc(void *ptr, size_t size);
 extern void ts_free(void *ptr);
 
+/*
+ * Cancellation: the core's long loops call ts_check_interrupts() between
+ * bounded units of work (1,024 paths of one row, one tree of a path table
+ * build). A process may install a check that does not return: a backend's
+ * raises its pending ERROR, which is safe because the core allocates
+ * through ts_alloc (memory contexts there) and keeps no other state across
+ * these calls.
+ */
+typedef void (*TsInterruptCheck) (void);
+extern TsInterruptCheck ts_interrupt_check;
+extern void ts_use_interrupt_check(TsInterruptCheck check);
+
+static inline void
+ts_check_interrupts(void)
+{
+	if (ts_interrupt_check != NULL)
+		ts_interrupt_check();
+}
+
+/* Paths between two cancellation points of a loop over paths (a power of two). */
+#define TS_INTERRUPT_PATHS 1024
+
 #endif							/* TS_CORE_H */

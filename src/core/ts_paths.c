@@ -278,7 +278,10 @@ ts_paths_build(const TsModel *m)
 	parent = ts_alloc((size_t) largest * sizeof(int32_t));
 	edges = ts_alloc((size_t) largest * sizeof(TsEdge));
 	for (int32_t t = 0; t < m->num_trees; t++)
+	{
+		ts_check_interrupts();
 		tree_paths(&b, m, t, parent, edges);
+	}
 	ts_free(parent);
 	ts_free(edges);
 	for (int32_t k = 0; k < m->num_outputs; k++)

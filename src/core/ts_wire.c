@@ -190,39 +190,45 @@ take(Reader *r, size_t n)
 	return p;
 }
 
-/* A 32-bit integer (0 once the reader failed). */
+/* Copy the next n bytes to dest (zeros once the reader failed). */
+static void
+read_into(Reader *r, void *dest, size_t n)
+{
+	const void *p = take(r, n);
+
+	if (p != NULL)
+		memcpy(dest, p, n);
+	else
+		memset(dest, 0, n);
+}
+
+/* A 32-bit integer. */
 static int32_t
 get_i32(Reader *r)
 {
-	int32_t		v = 0;
-	const void *p = take(r, sizeof(v));
+	int32_t		v;
 
-	if (p != NULL)
-		memcpy(&v, p, sizeof(v));
+	read_into(r, &v, sizeof(v));
 	return v;
 }
 
-/* A 64-bit integer (0 once the reader failed). */
+/* A 64-bit integer. */
 static int64_t
 get_i64(Reader *r)
 {
-	int64_t		v = 0;
-	const void *p = take(r, sizeof(v));
+	int64_t		v;
 
-	if (p != NULL)
-		memcpy(&v, p, sizeof(v));
+	read_into(r, &v, sizeof(v));
 	return v;
 }
 
-/* A double (0 once the reader failed). */
+/* A double. */
 static double
 get_f64(Reader *r)
 {
-	double		v = 0.0;
-	const void *p = take(r, sizeof(v));
+	double		v;
 
-	if (p != NULL)
-		memcpy(&v, p, sizeof(v));
+	read_into(r, &v, sizeof(v));
 	return v;
 }
 

@@ -262,6 +262,7 @@ executor_main(TsExecutor *ex, int out_fd, int in_fd, pid_t parent)
 	reset_signals();
 	signal(SIGPIPE, SIG_IGN);
 	ts_use_allocator(&ts_malloc_allocator);
+	ts_use_interrupt_check(NULL);	/* no PostgreSQL here: cancellation comes by message */
 	probe(r);
 	ts_exec_serve_init(ex->segment_type, r->num_devices > 0);
 	ts_resident_publish(ex->stats, 0);

@@ -1,0 +1,15 @@
+/*
+ * ts_interrupt.c - the core's cancellation point (ts_core.h): nothing by
+ * default (standalone tools, the GPU service's executor); a backend
+ * installs PostgreSQL's interrupt check.
+ */
+#include "base/ts_core.h"
+
+TsInterruptCheck ts_interrupt_check = NULL;
+
+/* Call check at every later cancellation point of this process. */
+void
+ts_use_interrupt_check(TsInterruptCheck check)
+{
+	ts_interrupt_check = check;
+}
