@@ -23,11 +23,50 @@ CREATE TABLE treeshap.model_store (
     num_categories integer[],
     created_at    timestamptz NOT NULL DEFAULT now(),
     version       bigint NOT NULL DEFAULT nextval('treeshap.model_version'),
-    digest        bigint NOT NULL
+    digest        bigint NOT NULL,
+    owner         name NOT NULL DEFAULT current_user
 );
 COMMENT ON TABLE treeshap.model_store IS 'stored models with their original bytes';
 COMMENT ON COLUMN treeshap.model_store.digest IS
-    'CityHash64 of model: with the version, the GPU service''s name for these bytes';
+    'CityHash64 of model (set by a trigger): with the version, the GPU service''s name for these bytes';
+COMMENT ON COLUMN treeshap.model_store.owner IS
+    'the role that loaded the model: it, its members and superusers may replace or drop it';
+
+-- Whether the current role may replace or drop a model of this owner: the owner
+-- itself or a member of it (superusers bypass row level security anyway).
+CREATE FUNCTION treeshap._owns(owner name)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(pg_catalog.pg_has_role(
+        (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = owner), 'MEMBER'), false);
+$$;
+
+-- Everyone reads and explains every model; a role writes only its own rows.
+ALTER TABLE treeshap.model_store ENABLE ROW LEVEL SECURITY;
+CREATE POLICY model_read ON treeshap.model_store FOR SELECT USING (true);
+CREATE POLICY model_load ON treeshap.model_store FOR INSERT WITH CHECK (treeshap._owns(owner));
+CREATE POLICY model_replace ON treeshap.model_store FOR UPDATE
+    USING (treeshap._owns(owner)) WITH CHECK (treeshap._owns(owner));
+CREATE POLICY model_drop ON treeshap.model_store FOR DELETE USING (treeshap._owns(owner));
+
+-- The digest always matches the bytes, however the row was written.
+CREATE FUNCTION treeshap._model_digest(model bytea)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'treeshap_model_digest'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION treeshap._model_stamp()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    NEW.digest := treeshap._model_digest(NEW.model);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER model_stamp BEFORE INSERT OR UPDATE ON treeshap.model_store
+    FOR EACH ROW EXECUTE FUNCTION treeshap._model_stamp();
 
 -- models survive pg_dump/restore
 SELECT pg_catalog.pg_extension_config_dump('treeshap.model_store', '');
@@ -36,11 +75,16 @@ SELECT pg_catalog.pg_extension_config_dump('treeshap.model_version', '');
 CREATE VIEW treeshap.models AS
 SELECT name, format, num_trees, num_features, num_outputs, max_depth, num_leaves,
        feature_names, objective, base_score, octet_length(model)::bigint AS size,
-       created_at, version, categorical_features, num_categories
+       created_at, version, categorical_features, num_categories, owner
   FROM treeshap.model_store;
 COMMENT ON VIEW treeshap.models IS 'one row per stored model; base_score is in margin space; num_categories counts the category names the model lists per categorical feature (NULL: codes only)';
 
+-- Any role may use the extension: read and explain every model, load its own
+-- (row level security above keeps it to its own rows).
+GRANT USAGE ON SCHEMA treeshap TO PUBLIC;
 GRANT SELECT ON treeshap.model_store, treeshap.models TO PUBLIC;
+GRANT INSERT, UPDATE, DELETE ON treeshap.model_store TO PUBLIC;
+GRANT USAGE ON SEQUENCE treeshap.model_version TO PUBLIC;
 
 CREATE FUNCTION treeshap._store_model(name text, model bytea, replace boolean)
 RETURNS void
@@ -51,17 +95,36 @@ CREATE FUNCTION treeshap.load_model(name text, model bytea, replace boolean DEFA
 RETURNS treeshap.models
 LANGUAGE sql VOLATILE
 AS $$
+    SELECT treeshap._check_owner(name) WHERE replace;
     SELECT treeshap._store_model(name, model, replace);
     SELECT * FROM treeshap.models m WHERE m.name = load_model.name;
 $$;
 COMMENT ON FUNCTION treeshap.load_model(text, bytea, boolean) IS
     'validate and store a model (XGBoost JSON or UBJSON, LightGBM text, CatBoost JSON); replace => true overwrites';
 
+-- ERROR 42501 when the model exists and the current role may not replace or drop it.
+CREATE FUNCTION treeshap._check_owner(name text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    owner name;
+BEGIN
+    SELECT m.owner INTO owner FROM treeshap.model_store m WHERE m.name = _check_owner.name;
+    IF FOUND AND NOT treeshap._owns(owner) THEN
+        RAISE EXCEPTION 'model "%" is owned by role "%"', name, owner
+              USING ERRCODE = 'insufficient_privilege',
+                    HINT = 'Only its owner, a member of the owning role or a superuser may replace or drop it.';
+    END IF;
+END
+$$;
+
 CREATE FUNCTION treeshap.drop_model(name text, if_exists boolean DEFAULT false)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
+    PERFORM treeshap._check_owner(name);
     DELETE FROM treeshap.model_store m WHERE m.name = drop_model.name;
     IF FOUND THEN
         RETURN true;
@@ -245,9 +308,18 @@ CREATE TABLE treeshap.job_store (
     finished_at   timestamptz,
     error         text,
     pid           integer,
+    owner         name NOT NULL DEFAULT current_user,
     UNIQUE (model, source, target)
 );
-COMMENT ON TABLE treeshap.job_store IS 'one row per explain_into job; written by its helpers only';
+COMMENT ON TABLE treeshap.job_store IS 'one row per explain_into job, written by its helpers in the running role';
+
+-- Everyone sees every job's progress; a role writes only its own jobs' rows.
+ALTER TABLE treeshap.job_store ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_read ON treeshap.job_store FOR SELECT USING (true);
+CREATE POLICY job_open ON treeshap.job_store FOR INSERT WITH CHECK (treeshap._owns(owner));
+CREATE POLICY job_update ON treeshap.job_store FOR UPDATE
+    USING (treeshap._owns(owner)) WITH CHECK (treeshap._owns(owner));
+CREATE POLICY job_forget ON treeshap.job_store FOR DELETE USING (treeshap._owns(owner));
 
 /* The backend that holds the run lock of a target (see ts_jobs.c), or NULL. */
 CREATE FUNCTION treeshap._job_lock_holder(target text)
@@ -281,16 +353,18 @@ SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
 COMMENT ON VIEW treeshap.jobs IS 'explain_into jobs: progress of the current or last run';
 
 GRANT SELECT ON treeshap.job_store, treeshap.jobs TO PUBLIC;
+GRANT INSERT, UPDATE, DELETE ON treeshap.job_store TO PUBLIC;
 
 /* The job row of (model, source, target), created when missing. */
 CREATE FUNCTION treeshap._job_open(model text, source text, target text, layout text,
                                    target_is_new boolean)
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     other text;
     id    bigint;
+    owner name;
 BEGIN
     -- the rows of a dropped target are gone: forget who wrote them
     IF target_is_new THEN
@@ -306,8 +380,12 @@ BEGIN
     INSERT INTO treeshap.job_store AS j (model, source, target, layout)
     VALUES (model, source, target, layout)
     ON CONFLICT ON CONSTRAINT job_store_model_source_target_key DO NOTHING;
-    SELECT j.job INTO id FROM treeshap.job_store j
+    SELECT j.job, j.owner INTO id, owner FROM treeshap.job_store j
      WHERE (j.model, j.source, j.target) = (_job_open.model, _job_open.source, _job_open.target);
+    IF NOT treeshap._owns(owner) THEN
+        RAISE EXCEPTION 'the explain_into job into "%" belongs to role "%"', target, owner
+              USING ERRCODE = 'insufficient_privilege';
+    END IF;
     RETURN id;
 END
 $$;
@@ -316,7 +394,7 @@ $$;
 CREATE FUNCTION treeshap._job_update(job bigint, event text, rows bigint DEFAULT 0,
                                      version bigint DEFAULT NULL, error text DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp
 AS $$
     UPDATE treeshap.job_store j SET
         state = CASE event WHEN 'start' THEN 'running' WHEN 'done' THEN 'done'

@@ -18,6 +18,7 @@
 #include "backend/ts_gpu_pg.h"
 
 PG_FUNCTION_INFO_V1(treeshap_store_model);
+PG_FUNCTION_INFO_V1(treeshap_model_digest);
 
 static TsCachedModel *cache_head = NULL;
 static MemoryContext cache_context = NULL;
@@ -142,7 +143,7 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 		"INSERT INTO treeshap.model_store AS s (name, format, num_trees, num_features, "
 		"num_outputs, max_depth, num_leaves, feature_names, objective, base_score, model, "
 		"categorical_features, num_categories, digest) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0)";	/* digest: trigger */
 	static const char *upsert_tail =
 		" ON CONFLICT (name) DO UPDATE SET format = EXCLUDED.format, "
 		"num_trees = EXCLUDED.num_trees, num_features = EXCLUDED.num_features, "
@@ -150,12 +151,12 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 		"num_leaves = EXCLUDED.num_leaves, feature_names = EXCLUDED.feature_names, "
 		"objective = EXCLUDED.objective, base_score = EXCLUDED.base_score, "
 		"model = EXCLUDED.model, categorical_features = EXCLUDED.categorical_features, "
-		"num_categories = EXCLUDED.num_categories, digest = EXCLUDED.digest, created_at = now(), "
+		"num_categories = EXCLUDED.num_categories, created_at = now(), "
 		"version = nextval('treeshap.model_version')";
-	Oid			argtypes[14] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
-	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID, TEXTARRAYOID, INT4ARRAYOID, INT8OID};
-	Datum		args[14];
-	char		nulls[14];
+	Oid			argtypes[13] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
+	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID, TEXTARRAYOID, INT4ARRAYOID};
+	Datum		args[13];
+	char		nulls[13];
 	bool		names_null;
 	bool		cats_null;
 	char	   *sql = replace ? psprintf("%s%s", insert_sql, upsert_tail) : pstrdup(insert_sql);
@@ -179,8 +180,7 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 	ts_categorical_arrays(m, &args[11], &args[12], &cats_null);
 	if (cats_null)
 		nulls[11] = nulls[12] = 'n';
-	args[13] = Int64GetDatum((int64) ts_cityhash64(VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes)));
-	if (SPI_execute_with_args(sql, 14, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_with_args(sql, 13, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not store model");
 }
 
@@ -223,6 +223,15 @@ treeshap_store_model(PG_FUNCTION_ARGS)
 	SPI_finish();
 	MemoryContextDelete(check_context);
 	PG_RETURN_VOID();
+}
+
+/* treeshap._model_digest(bytes): CityHash64 of a model's bytes, as the model_store trigger stores it. */
+Datum
+treeshap_model_digest(PG_FUNCTION_ARGS)
+{
+	bytea	   *bytes = PG_GETARG_BYTEA_PP(0);
+
+	PG_RETURN_INT64((int64) ts_cityhash64(VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes)));
 }
 
 /* What the catalog says of a model's current version. */
