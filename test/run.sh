@@ -43,6 +43,9 @@ echo "== compute core under AddressSanitizer"
 make -s -C test/core >/dev/null
 /usr/bin/python3 test/core/fuzz_core.py || status=1
 
+echo "== libFuzzer over each model reader, AddressSanitizer and UndefinedBehaviorSanitizer (a short slice)"
+bash test/fuzz/run.sh "${TS_FUZZ_RUNS:-20000}" || status=1
+
 echo "== the GPU quadrature layout evaluated on the host against every fixture's oracle"
 /usr/bin/python3 test/core/layout_check.py || status=1
 

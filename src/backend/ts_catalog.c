@@ -16,12 +16,14 @@
 #include "backend/ts_batch.h"
 #include "backend/ts_catalog.h"
 #include "backend/ts_gpu_pg.h"
+#include "backend/ts_settings.h"
 
 PG_FUNCTION_INFO_V1(treeshap_store_model);
 PG_FUNCTION_INFO_V1(treeshap_model_digest);
 
 static TsCachedModel *cache_head = NULL;
 static MemoryContext cache_context = NULL;
+static uint64 cache_clock = 0;	/* ticks once per acquire, for least recently used */
 
 /* Map a core error class to its SQLSTATE and raise it. */
 void
@@ -282,6 +284,33 @@ retire_entry(TsCachedModel *entry)
 	MemoryContextDelete(entry->context);
 }
 
+/* The least recently used entry no call is using, or NULL. */
+static TsCachedModel *
+least_recent_unpinned(void)
+{
+	TsCachedModel *oldest = NULL;
+
+	for (TsCachedModel *e = cache_head; e != NULL; e = e->next)
+		if (!e->retired && e->pins == 0 && (oldest == NULL || e->last_use < oldest->last_use))
+			oldest = e;
+	return oldest;
+}
+
+/* Free least recently used models until the cache fits treeshap.model_cache_size. */
+static void
+enforce_cache_size(void)
+{
+	Size		limit = (Size) ts_model_cache_kb * 1024;
+	Size		total = cache_context != NULL ? MemoryContextMemAllocated(cache_context, true) : 0;
+	TsCachedModel *victim;
+
+	while (total > limit && (victim = least_recent_unpinned()) != NULL)
+	{
+		total -= Min(total, MemoryContextMemAllocated(victim->context, true));
+		retire_entry(victim);
+	}
+}
+
 /* Live (non-retired) cache entry for a name, or NULL. */
 static TsCachedModel *
 find_entry(const char *name)
@@ -345,6 +374,7 @@ cache_entry(TsCachedModel *entry)
 		cache_context = AllocSetContextCreate(TopMemoryContext, "treeshap model cache",
 											  ALLOCSET_SMALL_SIZES);
 	MemoryContextSetParent(entry->context, cache_context);
+	MemoryContextSetIdentifier(entry->context, entry->name);	/* pg_backend_memory_contexts shows it */
 	entry->next = cache_head;
 	cache_head = entry;
 	return entry;
@@ -415,6 +445,8 @@ ts_model_acquire(const char *name, bool gpu)
 	if (entry == NULL)
 		entry = gpu ? build_interface_entry(name, &stored) : build_entry(name, &stored);
 	entry->pins++;
+	entry->last_use = ++cache_clock;
+	enforce_cache_size();
 	return entry;
 }
 
@@ -438,4 +470,6 @@ ts_model_release(TsCachedModel *entry)
 	entry->pins--;
 	if (entry->retired && entry->pins == 0)
 		retire_entry(entry);
+	else if (entry->pins == 0)
+		enforce_cache_size();	/* it may have been kept over the size while in use */
 }

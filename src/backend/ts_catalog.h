@@ -24,6 +24,7 @@ struct TsCachedModel
 	int64	   *long_paths;		/* paths too long for the GPU, listed on first GPU use */
 	int64		num_long;
 	int			pins;			/* calls using it now; retired entries wait for 0 */
+	uint64		last_use;		/* tick of the cache's clock at its last acquire */
 	bool		retired;
 };
 

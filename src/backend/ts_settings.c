@@ -1,8 +1,11 @@
 /*
  * ts_settings.c - GUC definitions: treeshap.batch_rows, treeshap.device,
- * treeshap.gpu_precision, treeshap.algorithm and treeshap.match_columns.
+ * treeshap.gpu_precision, treeshap.algorithm, treeshap.match_columns and
+ * treeshap.model_cache_size.
  */
 #include "postgres.h"
+
+#include <limits.h>
 
 #include "utils/guc.h"
 
@@ -14,6 +17,7 @@ int			ts_device = TS_DEVICE_AUTO;
 int			ts_gpu_precision = TS_GPU_PRECISION_DOUBLE;
 int			ts_algorithm = TS_ALGORITHM_AUTO;
 int			ts_match_columns = TS_MATCH_NAME;
+int			ts_model_cache_kb = 512 * 1024;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TS_DEVICE_AUTO, false},
@@ -50,6 +54,11 @@ ts_settings_init(void)
 							"Bounds the memory an explain call holds at once.",
 							&ts_batch_rows, 10000, 1, 10000000,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("treeshap.model_cache_size",
+							"Memory a session keeps for the models it has used.",
+							"Least recently used models beyond it are freed; models in use are kept.",
+							&ts_model_cache_kb, 512 * 1024, 0, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomEnumVariable("treeshap.device",
 							 "Where SHAP values are computed: auto, cpu or gpu.",
 							 "auto uses a GPU when one is available and the CPU otherwise.",

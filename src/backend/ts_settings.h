@@ -35,6 +35,7 @@ extern int	ts_match_columns;
 extern int	ts_algorithm;
 extern int	ts_device;
 extern int	ts_gpu_precision;
+extern int	ts_model_cache_kb;
 
 extern void ts_settings_init(void);
 
