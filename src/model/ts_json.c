@@ -34,6 +34,7 @@ typedef struct TsJsonParser
 	TsJsonDoc  *doc;
 	TsError    *err;
 	int			depth;
+	uint32_t	values;			/* read so far: a cancellation point every 65,536 */
 } TsJsonParser;
 
 /* Round up to the platform's strictest alignment. */
@@ -560,6 +561,8 @@ parse_value(TsJsonParser *ps, TsJson *out)
 {
 	bool		ok;
 
+	if ((++ps->values & 0xFFFF) == 0)
+		ts_check_interrupts();	/* a model of hundreds of megabytes parses for seconds */
 	skip_ws(ps);
 	if (ps->p >= ps->end)
 		return json_error(ps, "unexpected end of input");
@@ -623,6 +626,7 @@ ts_json_parse(const char *buf, size_t len, TsError *err)
 	ps.doc = doc;
 	ps.err = err;
 	ps.depth = 0;
+	ps.values = 0;
 	if (!parse_value(&ps, doc->root))
 	{
 		ts_json_free(doc);

@@ -20,6 +20,7 @@ typedef struct UbjParser
 	TsJsonDoc  *doc;
 	TsError    *err;
 	int			depth;
+	uint32_t	values;			/* read so far: a cancellation point every 65,536 */
 } UbjParser;
 
 static bool parse_payload(UbjParser *ps, unsigned char marker, TsJson *out);
@@ -312,6 +313,8 @@ parse_payload(UbjParser *ps, unsigned char marker, TsJson *out)
 {
 	bool		ok;
 
+	if ((++ps->values & 0xFFFF) == 0)
+		ts_check_interrupts();
 	switch (marker)
 	{
 		case 'Z':
@@ -353,6 +356,7 @@ ts_ubjson_parse(const char *buf, size_t len, TsError *err)
 	ps.doc = doc;
 	ps.err = err;
 	ps.depth = 0;
+	ps.values = 0;
 	if (!read_marker(&ps, &m) || !parse_payload(&ps, m, ts_json_root(doc)))
 	{
 		ts_json_free(doc);
