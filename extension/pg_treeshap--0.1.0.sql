@@ -261,6 +261,10 @@ SELECT d.datname AS database, s.name AS model, g.version, g.model_bytes, g.paths
   LEFT JOIN pg_database d ON d.oid = g.database
   LEFT JOIN treeshap.model_store s ON d.datname = current_database() AND s.version = g.version;
 
+-- Whether the GPU is there and busy is every user's business (as pg_stat_activity's
+-- basics are); the diagnostics that drive the service stay revoked below.
+GRANT SELECT ON treeshap.gpu_status, treeshap.gpu_models TO PUBLIC;
+
 -- A request through the GPU service to its executor, which waits wait_ms first; the
 -- round trip in milliseconds. A diagnostic: a long wait holds the executor, so only
 -- roles granted it may call it.

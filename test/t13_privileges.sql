@@ -69,8 +69,12 @@ DELETE FROM treeshap.job_store WHERE target LIKE '%t13_alice_shap';
 RESET ROLE;
 SELECT is((SELECT ROW(state, rows_done, error)::text FROM treeshap.jobs WHERE target LIKE '%t13_alice_shap'),
           ROW('done', 20, NULL)::text, 'nor forge, fail or forget another role''s job rows');
-SELECT is((SELECT has_function_privilege('t13_bob', p.oid, 'EXECUTE') FROM pg_proc p
-            WHERE p.proname = '_service_load'), false, 'the GPU service''s diagnostics stay revoked');
+SELECT is((SELECT ROW(has_function_privilege('t13_bob', p.oid, 'EXECUTE'),
+                      has_table_privilege('t13_bob', 'treeshap.gpu_status', 'SELECT'),
+                      has_table_privilege('t13_bob', 'treeshap.gpu_models', 'SELECT'))::text
+             FROM pg_proc p WHERE p.proname = '_service_load'),
+          ROW(false, true, true)::text,
+          'every role sees the GPU service''s state and models; its diagnostics stay revoked');
 
 SET ROLE t13_carol;
 SELECT lives_ok(format('SELECT treeshap.load_model(%L, %L::bytea, replace => true)', 't13_alice_model',
