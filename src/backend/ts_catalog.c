@@ -284,14 +284,19 @@ retire_entry(TsCachedModel *entry)
 	MemoryContextDelete(entry->context);
 }
 
-/* The least recently used entry no call is using, or NULL. */
+/*
+ * The least recently used entry that no call is using and that is not the
+ * one used last, or NULL: the last model stays, however large, so a session
+ * working with one model larger than the bound does not parse it on every call.
+ */
 static TsCachedModel *
 least_recent_unpinned(void)
 {
 	TsCachedModel *oldest = NULL;
 
 	for (TsCachedModel *e = cache_head; e != NULL; e = e->next)
-		if (!e->retired && e->pins == 0 && (oldest == NULL || e->last_use < oldest->last_use))
+		if (!e->retired && e->pins == 0 && e->last_use != cache_clock &&
+			(oldest == NULL || e->last_use < oldest->last_use))
 			oldest = e;
 	return oldest;
 }
