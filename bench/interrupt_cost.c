@@ -24,21 +24,11 @@ check_like_postgres(void)
 		abort();
 }
 
-/* Seconds on the monotonic clock. */
-static double
-now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Seconds for SHAP values of rows rows (quadrature, the CPU default). */
 static double
 time_rows(const TsPathTable *pt, int rows, double *phi, double *scratch, float *x)
 {
-	double		t0 = now_seconds();
+	double		t0 = ts_tool_seconds();
 
 	for (int r = 0; r < rows; r++)
 	{
@@ -46,7 +36,7 @@ time_rows(const TsPathTable *pt, int rows, double *phi, double *scratch, float *
 			x[j] = (float) ((r * 31 + j * 17) % 100) / 10.0f;
 		ts_cpu_shap_row(pt, TS_SHAP_QUADRATURE, x, phi, scratch);
 	}
-	return now_seconds() - t0;
+	return ts_tool_seconds() - t0;
 }
 
 int

@@ -24,22 +24,13 @@
 #include <string.h>
 #include <time.h>
 
-static double
-now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Print packing time, utilisation and bins of one algorithm. */
 static void
 report_packing(const TsPathTable *pt, TsPackAlgo algo)
 {
-	double		t0 = now_seconds();
+	double		t0 = ts_tool_seconds();
 	TsPacking  *pk = ts_pack_paths(pt, algo);
-	double		ms = (now_seconds() - t0) * 1e3;
+	double		ms = (ts_tool_seconds() - t0) * 1e3;
 
 	printf("\"pack_%s\": {\"ms\": %.3f, \"utilisation\": %.6f, \"bins\": %lld}, ",
 		   ts_pack_algo_name(algo), ms, ts_pack_utilisation(pk), (long long) pk->num_bins);
@@ -212,12 +203,12 @@ main(int argc, char **argv)
 	if (check_rows > nrows)
 		check_rows = nrows;
 
-	t0 = now_seconds();
+	t0 = ts_tool_seconds();
 	pt = ts_paths_build(m);
 	printf("{\"model\": \"%s\", \"trees\": %d, \"leaves\": %lld, \"features\": %d, \"outputs\": %d, "
 		   "\"paths\": %lld, \"max_path_len\": %d, \"path_table_ms\": %.1f, ",
 		   argv[1], m->num_trees, (long long) m->num_leaves, m->num_features, m->num_outputs,
-		   (long long) pt->num_paths, pt->max_path_len, (now_seconds() - t0) * 1e3);
+		   (long long) pt->num_paths, pt->max_path_len, (ts_tool_seconds() - t0) * 1e3);
 	report_packing(pt, TS_PACK_NEXT_FIT);
 	report_packing(pt, TS_PACK_FIRST_FIT_DECREASING);
 	report_packing(pt, TS_PACK_BEST_FIT_DECREASING);

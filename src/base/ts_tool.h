@@ -1,12 +1,24 @@
 /*
- * ts_tool.h - for the standalone tools only (test/core/ts_cli, bench/ts_bench),
- * never the extension: reading a whole file, since the core does no I/O.
+ * ts_tool.h - for the standalone tools only (test/core/ts_cli, bench/ts_bench,
+ * bench/interrupt_cost), never the extension: reading a whole file, since the
+ * core does no I/O, and the clock of their timings.
  */
 #ifndef TS_TOOL_H
 #define TS_TOOL_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* Seconds on the monotonic clock. */
+static inline double
+ts_tool_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* The whole file in a malloc'd buffer (NUL-terminated), or NULL. */
 static inline char *

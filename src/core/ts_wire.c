@@ -6,6 +6,8 @@
  */
 #include "core/ts_wire.h"
 
+#include "core/ts_pack.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -173,6 +175,20 @@ ts_wire_write(const TsModel *m, const TsPathTable *pt, const int64_t *long_paths
 	write_model(&w, m);
 	write_paths(&w, pt, long_paths, num_long);
 	return w.len;
+}
+
+char *
+ts_wire_interface(const TsModel *m, const TsPathTable *pt, size_t *len)
+{
+	int64_t		num_long;
+	int64_t    *long_paths = ts_pack_long_paths(pt, &num_long);
+	char	   *buf;
+
+	*len = ts_wire_write(m, pt, long_paths, num_long, NULL, 0);
+	buf = ts_alloc(*len);
+	ts_wire_write(m, pt, long_paths, num_long, buf, *len);
+	ts_free(long_paths);
+	return buf;
 }
 
 /* The next n bytes, or NULL (and the reader failed) when fewer are left. */

@@ -28,6 +28,9 @@ typedef struct TsInterface
 extern size_t ts_wire_write(const TsModel *m, const TsPathTable *pt, const int64_t *long_paths,
 							int64_t num_long, char *buf, size_t cap);
 
+/* The interface of m and its path table in a new ts_alloc'd buffer of *len bytes. */
+extern char *ts_wire_interface(const TsModel *m, const TsPathTable *pt, size_t *len);
+
 /* Read an interface that ts_wire_write wrote; false with err when the bytes are not one. */
 extern bool ts_wire_read(const char *buf, size_t len, TsInterface *out, TsError *err);
 

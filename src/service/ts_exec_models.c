@@ -5,7 +5,6 @@
  */
 #include "service/ts_exec_models.h"
 
-#include "core/ts_pack.h"
 #include "core/ts_wire.h"
 
 #include <string.h>
@@ -69,15 +68,7 @@ const char *
 ts_resident_interface(TsResidentModel *m, size_t *len)
 {
 	if (m->interface == NULL)
-	{
-		int64_t		num_long;
-		int64_t    *long_paths = ts_pack_long_paths(m->paths, &num_long);
-
-		m->interface_len = ts_wire_write(m->model, m->paths, long_paths, num_long, NULL, 0);
-		m->interface = ts_alloc(m->interface_len);
-		ts_wire_write(m->model, m->paths, long_paths, num_long, m->interface, m->interface_len);
-		ts_free(long_paths);
-	}
+		m->interface = ts_wire_interface(m->model, m->paths, &m->interface_len);
 	*len = m->interface_len;
 	return m->interface;
 }

@@ -119,15 +119,15 @@ ts_cli_check_wire(const TsModel *m, const TsPathTable *pt)
 {
 	int64_t		n;
 	int64_t    *list = ts_pack_long_paths(pt, &n);
-	size_t		len = ts_wire_write(m, pt, list, n, NULL, 0);
-	char	   *buf = malloc(len);
+	size_t		len;
+	char	   *buf = ts_wire_interface(m, pt, &len);
 	TsInterface in;
 	TsError		err = {0};
 	bool		read;
 	bool		ok;
 	int			refused;
 
-	read = ts_wire_write(m, pt, list, n, buf, len) == len && ts_wire_read(buf, len, &in, &err);
+	read = ts_wire_read(buf, len, &in, &err);
 	ok = read && in.num_paths == pt->num_paths && same_model(m, in.model) &&
 		same_long_paths(pt, list, n, in.long_paths);
 	if (read)
@@ -135,7 +135,7 @@ ts_cli_check_wire(const TsModel *m, const TsPathTable *pt)
 	refused = read_damaged(buf, len);
 	printf("interface bytes=%zu long paths=%lld damaged copies refused=%d/64 %s\n", len, (long long) n,
 		   refused, ok ? "valid" : "INVALID");
-	free(buf);
+	ts_free(buf);
 	ts_free(list);
 	return ok ? 0 : 1;
 }

@@ -7,7 +7,6 @@
  * back. Built with AddressSanitizer and UndefinedBehaviorSanitizer by
  * test/fuzz/run.sh; any report or crash stops the run.
  */
-#include "core/ts_pack.h"
 #include "core/ts_shap_cpu.h"
 #include "core/ts_wire.h"
 #include "model/ts_model.h"
@@ -29,10 +28,8 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	float	   *x = malloc(sizeof(float) * (size_t) m->num_features);
 	double	   *phi = malloc(sizeof(double) * width);
 	double	   *scratch = malloc(sizeof(double) * ts_cpu_scratch_len(pt));
-	int64_t		num_long;
-	int64_t    *long_paths = ts_pack_long_paths(pt, &num_long);
-	size_t		len = ts_wire_write(m, pt, long_paths, num_long, NULL, 0);
-	char	   *wire = malloc(len);
+	size_t		len;
+	char	   *wire = ts_wire_interface(m, pt, &len);
 	TsInterface in;
 	TsError		err = {0};
 
@@ -41,12 +38,10 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	ts_model_prepare_row(m, x);
 	ts_cpu_shap_row(pt, TS_SHAP_QUADRATURE, x, phi, scratch);
 	ts_cpu_shap_row(pt, TS_SHAP_TREESHAP, x, phi, scratch);
-	ts_wire_write(m, pt, long_paths, num_long, wire, len);
 	if (!ts_wire_read(wire, len, &in, &err))
 		abort();				/* an interface we wrote must read back */
 	ts_wire_free(&in);
-	free(wire);
-	ts_free(long_paths);
+	ts_free(wire);
 	free(scratch);
 	free(phi);
 	free(x);
