@@ -24,8 +24,10 @@
 #include "service/ts_service.h"
 
 /* How often a run asks again after loading a model that was evicted before its batch ran. */
-#define INTERFACE_ROOM (64 * 1024)
 #define LOAD_ATTEMPTS 3
+
+/* Room first offered for a model's interface: enough without dictionaries or long paths. */
+#define INTERFACE_ROOM (64 * 1024)
 
 struct TsGpuRun
 {
@@ -165,7 +167,7 @@ load_model(TsCachedModel *entry, uint64 interface_room, TsInterface *in)
 void
 ts_gpu_load(TsCachedModel *entry, TsInterface *in, int64 *paths, bool *loaded)
 {
-	/* room for a model without dictionaries or long paths; a larger one asks again */
+	/* a larger interface asks again, with room for its length */
 	LoadAnswer	a = load_model(entry, in != NULL ? INTERFACE_ROOM : 0, in);
 
 	*paths = a.paths;
