@@ -40,6 +40,16 @@ TsGpuStatus ts_gpu_device_count(int *count, char *msg, size_t msglen);
 TsGpuStatus ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size_t msglen);
 
 /*
+ * Make a GPU current for the calling thread: tables are uploaded to the
+ * current GPU, and every later call on a table or its runners makes that
+ * GPU current again itself.
+ */
+TsGpuStatus ts_gpu_use_device(int index, char *msg, size_t msglen);
+
+/* Free memory of a GPU now, in bytes (which makes it current). */
+TsGpuStatus ts_gpu_memory_free(int index, long long *free_bytes, char *msg, size_t msglen);
+
+/*
  * One lane of a packed bin: a path element, or an empty lane (feature
  * TS_GPU_LANE_EMPTY). The lanes of one path are consecutive in one bin of 32;
  * each knows where its path starts and how long it is, so lane groups need
@@ -202,7 +212,7 @@ typedef struct TsGpuTableDesc
 typedef struct TsGpuTable TsGpuTable;	/* device copy of a packed table */
 typedef struct TsGpuRunner TsGpuRunner; /* buffers and streams of a pipelined run */
 
-/* Copy a packed table to the current GPU. */
+/* Copy a packed table to the current GPU (ts_gpu_use_device). */
 TsGpuStatus ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out,
 								char *msg, size_t msglen);
 void		ts_gpu_table_free(TsGpuTable *table);

@@ -53,3 +53,38 @@ ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size_t msglen)
 		return ts_cuda_unexpected("ts_gpu_device_info", msg, msglen);
 	}
 }
+
+extern "C" TsGpuStatus
+ts_gpu_use_device(int index, char *msg, size_t msglen)
+{
+	try
+	{
+		cudaError_t rc = cudaSetDevice(index);
+
+		return rc == cudaSuccess ? TS_GPU_OK : ts_cuda_status(rc, "cudaSetDevice", msg, msglen);
+	}
+	catch (...)
+	{
+		return ts_cuda_unexpected("ts_gpu_use_device", msg, msglen);
+	}
+}
+
+extern "C" TsGpuStatus
+ts_gpu_memory_free(int index, long long *free_bytes, char *msg, size_t msglen)
+{
+	try
+	{
+		size_t		free_now = 0,
+					total = 0;
+		cudaError_t rc = cudaSetDevice(index);
+
+		if (rc == cudaSuccess)
+			rc = cudaMemGetInfo(&free_now, &total);
+		*free_bytes = (long long) free_now;
+		return rc == cudaSuccess ? TS_GPU_OK : ts_cuda_status(rc, "cudaMemGetInfo", msg, msglen);
+	}
+	catch (...)
+	{
+		return ts_cuda_unexpected("ts_gpu_memory_free", msg, msglen);
+	}
+}

@@ -33,6 +33,7 @@ struct TsGpuTable
 	int32_t		num_outputs;
 	double		scale;
 	int			multiprocessors;
+	int			device;			/* the GPU it lives on: current for every call on it */
 };
 
 struct TsGpuSlot
@@ -526,7 +527,9 @@ ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out, char *msg, siz
 		t->num_features = desc->num_features;
 		t->num_outputs = desc->num_outputs;
 		t->scale = desc->fixed_scale;
-		if ((rc = cudaGetDevice(&dev)) != cudaSuccess ||
+		rc = cudaGetDevice(&dev);
+		t->device = dev;
+		if (rc != cudaSuccess ||
 			(rc = cudaDeviceGetAttribute(&t->multiprocessors, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
 			(rc = device_alloc(&t->lanes, nlanes)) != cudaSuccess ||
 			(rc = device_alloc(&t->bias, (size_t) desc->num_outputs)) != cudaSuccess ||
@@ -557,6 +560,7 @@ ts_gpu_table_free(TsGpuTable *table)
 	{
 		if (table == nullptr)
 			return;
+		cudaSetDevice(table->device);
 		cudaFree(table->lanes);
 		cudaFree(table->bias);
 		cudaFree(table->cat_pool);
@@ -581,6 +585,8 @@ ts_gpu_runner_create(const TsGpuTable *table, int32_t max_rows, TsGpuPrecision p
 	{
 		cudaError_t rc;
 
+		if ((rc = cudaSetDevice(table->device)) != cudaSuccess)
+			return ts_cuda_status(rc, "cudaSetDevice", msg, msglen);
 		r = new TsGpuRunner();
 		r->table = table;
 		r->max_rows = max_rows;
@@ -639,7 +645,8 @@ ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, si
 			snprintf(msg, msglen, "batch of %d rows exceeds the runner's %d", nrows, runner->max_rows);
 			return TS_GPU_ERROR;
 		}
-		if ((rc = cudaMemcpyAsync(s->dev_x, s->host_x, x_bytes, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess ||
+		if ((rc = cudaSetDevice(t->device)) != cudaSuccess ||
+			(rc = cudaMemcpyAsync(s->dev_x, s->host_x, x_bytes, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess ||
 			(rc = enqueue_explain(t, s->dev_x, s->dev_x_t, nrows, runner->precision, runner->job,
 								  runner->dev_slot, s->dev_acc, s->dev_phi, s->stream)) != cudaSuccess ||
 			(rc = cudaMemcpyAsync(s->host_phi, s->dev_phi, phi_bytes, cudaMemcpyDeviceToHost, s->stream)) != cudaSuccess)
@@ -657,7 +664,10 @@ ts_gpu_runner_wait(TsGpuRunner *runner, int slot, double **phi, char *msg, size_
 {
 	try
 	{
-		cudaError_t rc = cudaStreamSynchronize(runner->slot[slot].stream);
+		cudaError_t rc = cudaSetDevice(runner->table->device);
+
+		if (rc == cudaSuccess)
+			rc = cudaStreamSynchronize(runner->slot[slot].stream);
 
 		if (rc != cudaSuccess)
 			return ts_cuda_status(rc, "computing a batch", msg, msglen);
@@ -675,7 +685,10 @@ ts_gpu_runner_poll(TsGpuRunner *runner, int slot, char *msg, size_t msglen)
 {
 	try
 	{
-		cudaError_t rc = cudaStreamQuery(runner->slot[slot].stream);
+		cudaError_t rc = cudaSetDevice(runner->table->device);
+
+		if (rc == cudaSuccess)
+			rc = cudaStreamQuery(runner->slot[slot].stream);
 
 		if (rc == cudaErrorNotReady)
 			return TS_GPU_NOT_READY;
@@ -696,6 +709,7 @@ ts_gpu_runner_free(TsGpuRunner *runner)
 	{
 		if (runner == nullptr)
 			return;
+		cudaSetDevice(runner->table->device);
 		slot_free(&runner->slot[0]);
 		slot_free(&runner->slot[1]);
 		cudaFree(runner->dev_slot);

@@ -240,7 +240,8 @@ CREATE FUNCTION treeshap._gpu_status()
 RETURNS TABLE (service text, service_pid integer, service_started timestamptz,
                service_starts integer, executor_pid integer, executor_starts integer,
                requests_served bigint, queue_depth integer,
-               device integer, name text, total_memory bigint,
+               launches bigint, merged_launches bigint,
+               device integer, name text, total_memory bigint, memory_used bigint,
                compute_capability text, multiprocessors integer, message text)
 AS 'MODULE_PATHNAME', 'treeshap_gpu_status'
 LANGUAGE C VOLATILE;
@@ -251,12 +252,13 @@ CREATE VIEW treeshap.gpu_status AS SELECT * FROM treeshap._gpu_status();
 -- their names where they belong to this database and are still stored.
 CREATE FUNCTION treeshap._gpu_models()
 RETURNS TABLE (database oid, version bigint, model_bytes bigint, paths bigint, hits bigint,
-               last_used timestamptz)
+               last_used timestamptz, device_bytes bigint, devices integer)
 AS 'MODULE_PATHNAME', 'treeshap_gpu_models'
 LANGUAGE C VOLATILE;
 
 CREATE VIEW treeshap.gpu_models AS
-SELECT d.datname AS database, s.name AS model, g.version, g.model_bytes, g.paths, g.hits, g.last_used
+SELECT d.datname AS database, s.name AS model, g.version, g.model_bytes, g.paths, g.hits, g.last_used,
+       g.device_bytes, g.devices
   FROM treeshap._gpu_models() g
   LEFT JOIN pg_database d ON d.oid = g.database
   LEFT JOIN treeshap.model_store s ON d.datname = current_database() AND s.version = g.version;

@@ -16,7 +16,8 @@ TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_i
     core/ts_pack.c core/ts_wire.c
 TS_GPU_SRCS = gpu/ts_gpu.c gpu/ts_gpu_quad.c
 TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_service_relay.c \
-    service/ts_service_request.c service/ts_executor.c service/ts_exec_serve.c service/ts_exec_models.c
+    service/ts_service_request.c service/ts_executor.c service/ts_exec_serve.c service/ts_exec_models.c \
+    service/ts_exec_device.c service/ts_exec_segments.c service/ts_exec_sched.c
 TS_BACKEND_SRCS = backend/pg_treeshap.c backend/ts_settings.c backend/ts_alloc_pg.c \
     backend/ts_catalog.c backend/ts_batch.c backend/ts_explain.c backend/ts_gpu_pg.c \
     backend/ts_gpu_info.c backend/ts_gpu_status.c backend/ts_jobs.c

@@ -45,6 +45,9 @@ echo "$out" | grep -v '^$'
 echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
 
+echo "== requests of eight sessions merged into shared launches, bitwise as one session alone"
+bash test/batching_check.sh || status=1
+
 echo "== one CUDA context on the GPU, the service's executor's, after every session above"
 executor=$(psql -X -At -c "SELECT executor_pid FROM treeshap.gpu_status LIMIT 1")
 holders=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | sort -u | tr '\n' ' ')

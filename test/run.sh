@@ -1,7 +1,8 @@
 #!/bin/bash
 # The test command: install dependencies, build (with nvcc when present),
 # install, start a throwaway cluster, then run the pg_regress suite, the
-# pgTAP suite (pg_prove), the oracle check on freshly trained XGBoost models,
+# pgTAP suite (pg_prove), both again through the GPU service on emulated
+# devices (test/emulated_check.sh), the oracle check on freshly trained XGBoost models,
 # the compute core under AddressSanitizer with mutated models, and the GPU
 # quadrature layout evaluated on the host against every fixture's oracle.
 set -euo pipefail
@@ -28,6 +29,9 @@ pg_prove test/t*.sql || status=1
 
 echo "== the GPU service: its executor killed with SIGKILL costs no session and is replaced"
 bash test/service_check.sh || status=1
+
+echo "== the GPU service on two emulated devices: both suites, every fixture, batching, a killed executor"
+bash test/emulated_check.sh || status=1
 
 echo "== oracle: fresh XGBoost models against pred_contribs"
 /usr/bin/python3 test/oracle_check.py || status=1

@@ -94,7 +94,7 @@ BEGIN
 END $$;
 \set QUIET 0
 
-SELECT plan(9);
+SELECT plan(13);
 
 SET statement_timeout = '1s';
 SELECT cmp_ok(pg_temp.stopped_after($$SELECT count(*) FROM treeshap.explain_shap_wide('t12_big', 'SELECT * FROM t12_rows')$$),
@@ -123,6 +123,54 @@ SELECT is((SELECT n FROM dblink('other', $$SELECT count(*) FROM treeshap.explain
 SELECT ok((SELECT ms < 2000 FROM pg_temp.stop_other($$SELECT count(*) FROM treeshap.explain_interactions('t12_big',
                                      'SELECT * FROM t12_rows WHERE id <= 3')$$, true)),
           'pg_terminate_backend ends another session inside explain_interactions'' first row, within 2 s');
+
+-- On the GPU (through the service, where one is ready, or its emulated devices):
+-- a batch of 200,000 rows of this model is more than a second of an H100's work
+-- (minutes of an emulated device's); statement_timeout ends the call within 2 s
+-- of the timeout, after the batch reached the device, and the service answers
+-- the next request within 1 s, because it runs the batch in bounded launches
+-- and stops between them. The model is made resident first, so that the
+-- timeout falls on the batch, not on the load.
+\set QUIET 1
+CREATE FUNCTION pg_temp.gpu_ready() RETURNS boolean LANGUAGE sql AS $$
+  SELECT coalesce(bool_or(service = 'ready' AND device IS NOT NULL), false) FROM treeshap.gpu_status
+$$;
+CREATE FUNCTION pg_temp.launches() RETURNS bigint LANGUAGE sql AS $$
+  SELECT coalesce(max(launches), 0) FROM treeshap.gpu_status
+$$;
+CREATE TEMP TABLE t12_many AS
+SELECT g AS id, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15
+  FROM t12_rows, generate_series(1, CASE WHEN pg_temp.gpu_ready() THEN 400 ELSE 0 END) g;
+SELECT CASE WHEN pg_temp.gpu_ready() THEN (treeshap._service_load('t12_big')).paths END \g /dev/null
+CREATE TEMP TABLE launches_before AS SELECT pg_temp.launches() AS n;
+\set QUIET 0
+SET treeshap.device = auto;
+SET treeshap.batch_rows = 200000;
+SET statement_timeout = '1s';
+SELECT CASE WHEN pg_temp.gpu_ready() THEN
+  cmp_ok(pg_temp.stopped_after($$SELECT count(*) FROM treeshap.explain_shap_wide('t12_big', 'SELECT * FROM t12_many')$$),
+         '<', 3000::float8, 'statement_timeout stops a 200,000-row batch on the GPU within 2 s')
+  ELSE skip('no GPU service ready', 1) END;
+RESET statement_timeout;
+SELECT CASE WHEN pg_temp.gpu_ready() THEN
+  cmp_ok(treeshap._service_ping(0), '<', 1000::float8,
+         'and the service answers the next request within 1 s (bounded launches)')
+  ELSE skip('no GPU service ready', 1) END;
+SELECT CASE WHEN pg_temp.gpu_ready() THEN
+  cmp_ok(pg_temp.launches(), '>', (SELECT n FROM launches_before),
+         'the batch had reached the device when the timeout stopped it')
+  ELSE skip('no GPU service ready', 1) END;
+CREATE FUNCTION pg_temp.launches_in(seconds float8) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE before bigint := pg_temp.launches();
+BEGIN
+  PERFORM pg_sleep(seconds);
+  RETURN pg_temp.launches() - before;
+END $$;
+SELECT CASE WHEN pg_temp.gpu_ready() THEN
+  is(pg_temp.launches_in(0.5), 0::bigint, 'and the service stopped working on it: no launch in the next 0.5 s')
+  ELSE skip('no GPU service ready', 1) END;
+RESET treeshap.batch_rows;
+SET treeshap.device = cpu;
 
 \set QUIET 1
 SELECT * FROM finish();

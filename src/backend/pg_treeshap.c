@@ -8,6 +8,7 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 
 #include "backend/ts_alloc_pg.h"
 #include "backend/ts_settings.h"
@@ -27,6 +28,8 @@ _PG_init(void)
 	ts_use_allocator(&ts_pg_allocator);
 	ts_use_interrupt_check(ts_pg_check_interrupts);
 	ts_settings_init();
+	ts_service_define_settings();
 	if (process_shared_preload_libraries_in_progress)
 		ts_service_register();
+	MarkGUCPrefixReserved("treeshap");	/* after the service's settings */
 }

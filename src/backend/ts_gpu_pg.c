@@ -79,7 +79,7 @@ report_failure(const TsCachedModel *entry, int32 status, const TsRequestHeader *
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of GPU memory: %s", h->message),
-					 errhint("Lower treeshap.batch_rows, or set treeshap.device to cpu.")));
+					 errhint("Lower treeshap.batch_rows, raise treeshap.gpu_memory_limit, or set treeshap.device to cpu.")));
 		case TS_REQUEST_FAILED:
 			ereport(ERROR,
 					(errcode(ERRCODE_SYSTEM_ERROR),

@@ -19,7 +19,7 @@
 #include "executor/spi.h"
 #include "service/ts_service.h"
 
-#define GPU_STATUS_COLUMNS 14
+#define GPU_STATUS_COLUMNS 17
 
 PG_FUNCTION_INFO_V1(treeshap_gpu_status);
 PG_FUNCTION_INFO_V1(treeshap_gpu_models);
@@ -31,6 +31,9 @@ typedef struct ServiceLoad
 {
 	uint64		requests_served;
 	int			queue_depth;
+	uint64		launches;		/* device launches */
+	uint64		merged;			/* launches that served several requests at once */
+	int64		device_bytes[TS_EXECUTOR_MAX_DEVICES];	/* the service's models and buffers per device */
 } ServiceLoad;
 
 /* One row: the service's columns, then device i's (NULL when i < 0), then the message. */
@@ -58,20 +61,25 @@ put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, const ServiceLoad *loa
 	nulls[6] = !loaded;
 	values[7] = Int32GetDatum(load->queue_depth);
 	nulls[7] = !loaded;
+	values[8] = Int64GetDatum((int64) load->launches);
+	nulls[8] = !loaded;
+	values[9] = Int64GetDatum((int64) load->merged);
+	nulls[9] = !loaded;
 	if (d != NULL)
 	{
-		values[8] = Int32GetDatum(d->index);
-		values[9] = CStringGetTextDatum(d->name);
-		values[10] = Int64GetDatum(d->total_memory);
-		values[11] = CStringGetTextDatum(psprintf("%d.%d", d->compute_major, d->compute_minor));
-		values[12] = Int32GetDatum(d->multiprocessors);
+		values[10] = Int32GetDatum(d->index);
+		values[11] = CStringGetTextDatum(d->name);
+		values[12] = Int64GetDatum(d->total_memory);
+		values[13] = Int64GetDatum(load->device_bytes[i]);
+		values[14] = CStringGetTextDatum(psprintf("%d.%d", d->compute_major, d->compute_minor));
+		values[15] = Int32GetDatum(d->multiprocessors);
 	}
 	else
-		nulls[8] = nulls[9] = nulls[10] = nulls[11] = nulls[12] = true;
-	values[13] = CStringGetTextDatum(!loaded
+		nulls[10] = nulls[11] = nulls[12] = nulls[13] = nulls[14] = nulls[15] = true;
+	values[16] = CStringGetTextDatum(!loaded
 									 ? "add pg_treeshap to shared_preload_libraries and restart the server"
 									 : st->found.message);
-	nulls[13] = loaded && st->found.message[0] == '\0';
+	nulls[16] = loaded && st->found.message[0] == '\0';
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -89,6 +97,9 @@ treeshap_gpu_status(PG_FUNCTION_ARGS)
 	ts_service_stats(&stats);
 	load.requests_served = stats.requests;
 	load.queue_depth = ts_service_queue_depth();
+	load.launches = stats.launches;
+	load.merged = stats.merged;
+	memcpy(load.device_bytes, stats.device_bytes, sizeof(load.device_bytes));
 	if (st.found.num_devices == 0)
 		put_row(rsinfo, &st, &load, -1);
 	for (int i = 0; i < st.found.num_devices; i++)
@@ -112,8 +123,8 @@ treeshap_gpu_models(PG_FUNCTION_ARGS)
 	for (int i = 0; i < stats.num_models; i++)
 	{
 		const TsResidentInfo *m = &stats.models[i];
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum		values[8];
+		bool		nulls[8] = {false, false, false, false, false, false, false, false};
 
 		values[0] = ObjectIdGetDatum(m->key.database);
 		values[1] = Int64GetDatum(m->key.version);
@@ -121,6 +132,8 @@ treeshap_gpu_models(PG_FUNCTION_ARGS)
 		values[3] = Int64GetDatum(m->paths);
 		values[4] = Int64GetDatum((int64) m->hits);
 		values[5] = TimestampTzGetDatum(time_t_to_timestamptz(0) + m->last_used);
+		values[6] = Int64GetDatum(m->device_bytes);
+		values[7] = Int32GetDatum(m->devices);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -79,7 +79,6 @@ ts_settings_init(void)
 							 "position ignores the model's feature names: the columns after the row key are its features, in order.",
 							 &ts_match_columns, TS_MATCH_NAME, match_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
-	MarkGUCPrefixReserved("treeshap");
 }
 
 /* auto means quadrature: on the CPU it is the faster of the two everywhere measured. */

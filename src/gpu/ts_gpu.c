@@ -97,38 +97,76 @@ ts_gpu_lanes(const TsPathTable *pt, const TsPacking *pk)
 	return lanes;
 }
 
-TsGpuStatus
-ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out, char *msg, size_t msglen)
+/* Bytes a layout takes on a GPU, about: its arrays (allocation rounding aside). */
+static size_t
+device_bytes(const TsGpuTableDesc *d)
+{
+	const TsGpuQuadDesc *q = d->quad;
+	size_t		bytes = (size_t) d->num_bins * TS_GPU_LANES * sizeof(TsGpuLane) +
+		(size_t) d->num_outputs * sizeof(double) + (size_t) d->cat_pool_len * sizeof(uint32_t) +
+		(d->values != NULL ? (size_t) d->num_values * sizeof(double) : 0);
+
+	if (q != NULL)
+		bytes += (size_t) q->num_chunks * sizeof(TsGpuQuadChunk) +
+			(size_t) q->num_paths * sizeof(TsGpuQuadPath) +
+			(size_t) q->num_elems * (sizeof(TsGpuQuadElem) + sizeof(int32_t)) +
+			(size_t) q->num_coef * sizeof(double) + (size_t) q->num_slots * sizeof(int32_t);
+	return bytes;
+}
+
+TsGpuPlan *
+ts_gpu_plan_layout(const TsPathTable *pt, TsPackAlgo algo)
 {
 	TsGpuPlan  *plan = ts_alloc0(sizeof(TsGpuPlan));
-	TsGpuTableDesc desc;
-	TsGpuLane  *lanes;
-	TsGpuStatus rc;
+	TsGpuTableDesc *desc = &plan->desc;
 
-	*out = NULL;
 	plan->paths = pt;
 	plan->packing = ts_pack_paths(pt, algo);
 	plan->fixed_scale = ts_gpu_fixed_scale(pt);
-	lanes = ts_gpu_lanes(pt, plan->packing);
-	desc.lanes = lanes;
-	desc.num_bins = plan->packing->num_bins;
-	desc.num_features = pt->num_features;
-	desc.num_outputs = pt->num_outputs;
-	desc.bias = pt->bias;
-	desc.cat_pool = pt->cat_pool;
-	desc.cat_pool_len = pt->cat_pool_len;
-	desc.fixed_scale = plan->fixed_scale;
-	desc.value_width = pt->value_width;
-	desc.values = pt->value_width > 1 ? pt->path_value : NULL;
-	desc.num_values = pt->num_paths * pt->value_width;
-	desc.quad = ts_gpu_quad_build(pt);
-	rc = ts_gpu_table_upload(&desc, &plan->table, msg, msglen);
-	ts_gpu_quad_free((TsGpuQuadDesc *) desc.quad);
-	ts_free(lanes);
+	desc->lanes = ts_gpu_lanes(pt, plan->packing);
+	desc->num_bins = plan->packing->num_bins;
+	desc->num_features = pt->num_features;
+	desc->num_outputs = pt->num_outputs;
+	desc->bias = pt->bias;
+	desc->cat_pool = pt->cat_pool;
+	desc->cat_pool_len = pt->cat_pool_len;
+	desc->fixed_scale = plan->fixed_scale;
+	desc->value_width = pt->value_width;
+	desc->values = pt->value_width > 1 ? pt->path_value : NULL;
+	desc->num_values = pt->num_paths * pt->value_width;
+	desc->quad = ts_gpu_quad_build(pt);
+	plan->device_bytes = device_bytes(desc);
+	return plan;
+}
+
+TsGpuStatus
+ts_gpu_plan_upload(const TsGpuPlan *plan, TsGpuTable **out, char *msg, size_t msglen)
+{
+	return ts_gpu_table_upload(&plan->desc, out, msg, msglen);
+}
+
+void
+ts_gpu_plan_free(TsGpuPlan *plan)
+{
+	if (plan == NULL)
+		return;
+	ts_gpu_plan_release_device(plan);
+	ts_gpu_quad_free((TsGpuQuadDesc *) plan->desc.quad);
+	ts_free((TsGpuLane *) plan->desc.lanes);
+	ts_pack_free(plan->packing);
+	ts_free(plan);
+}
+
+TsGpuStatus
+ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out, char *msg, size_t msglen)
+{
+	TsGpuPlan  *plan = ts_gpu_plan_layout(pt, algo);
+	TsGpuStatus rc = ts_gpu_plan_upload(plan, &plan->table, msg, msglen);
+
+	*out = NULL;
 	if (rc != TS_GPU_OK)
 	{
-		ts_pack_free(plan->packing);
-		ts_free(plan);
+		ts_gpu_plan_free(plan);
 		return rc;
 	}
 	*out = plan;

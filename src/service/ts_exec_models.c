@@ -33,31 +33,35 @@ same_key(const TsModelKey *a, const TsModelKey *b)
 }
 
 void
-ts_resident_drop_runner(TsResidentModel *m)
+ts_resident_touch_placement(TsPlacement *p)
 {
-#ifdef TS_WITH_CUDA
-	if (m->runner != NULL)
-		ts_gpu_runner_free(m->runner);
-	m->runner = NULL;
-	ts_free(m->feature_slot);
-	m->feature_slot = NULL;
-#else
-	(void) m;
-#endif
+	p->last_use = ++request_clock;
+}
+
+void
+ts_resident_drop_runner(TsPlacement *p)
+{
+	ts_dev_runner_free(p->runner);
+	p->runner = NULL;
+	p->runner_bytes = 0;
+	ts_free(p->feature_slot);
+	p->feature_slot = NULL;
+}
+
+void
+ts_resident_drop_placement(TsPlacement *p)
+{
+	ts_resident_drop_runner(p);
+	ts_dev_table_free(p->table);
+	memset(p, 0, sizeof(*p));
 }
 
 void
 ts_resident_remove(TsResidentModel *m)
 {
-	ts_resident_drop_runner(m);
-#ifdef TS_WITH_CUDA
-	if (m->plan != NULL)
-	{
-		ts_gpu_plan_release_device(m->plan);
-		ts_pack_free(m->plan->packing);
-		ts_free(m->plan);
-	}
-#endif
+	for (int d = 0; d < TS_EXECUTOR_MAX_DEVICES; d++)
+		ts_resident_drop_placement(&m->on[d]);
+	ts_dev_layout_free(m->layout);
 	ts_paths_free(m->paths);
 	ts_model_free(m->model);
 	ts_free(m->interface);
@@ -86,17 +90,47 @@ ts_resident_find(const TsModelKey *key)
 	return NULL;
 }
 
-/* The least recently used entry other than keep, or NULL. */
+/* The least recently used entry other than keep and those in use, or NULL. */
 static TsResidentModel *
 least_recent(const TsResidentModel *keep)
 {
 	TsResidentModel *lru = NULL;
 
 	for (int i = 0; i < TS_EXEC_MAX_MODELS; i++)
-		if (models[i].used && &models[i] != keep &&
+		if (models[i].used && &models[i] != keep && models[i].requests == 0 &&
 			(lru == NULL || models[i].last_use < lru->last_use))
 			lru = &models[i];
 	return lru;
+}
+
+bool
+ts_resident_evict_placement(int device, const TsResidentModel *keep)
+{
+	TsPlacement *lru = NULL;
+
+	for (int i = 0; i < TS_EXEC_MAX_MODELS; i++)
+	{
+		TsPlacement *p = &models[i].on[device];
+
+		if (models[i].used && &models[i] != keep && p->table != NULL && !p->busy[0] && !p->busy[1] &&
+			(lru == NULL || p->last_use < lru->last_use))
+			lru = p;
+	}
+	if (lru == NULL)
+		return false;
+	ts_resident_drop_placement(lru);
+	return true;
+}
+
+size_t
+ts_resident_device_bytes(int device)
+{
+	size_t		bytes = 0;
+
+	for (int i = 0; i < TS_EXEC_MAX_MODELS; i++)
+		if (models[i].used)
+			bytes += models[i].on[device].table_bytes + models[i].on[device].runner_bytes;
+	return bytes;
 }
 
 bool
@@ -118,11 +152,10 @@ ts_resident_add(const TsModelKey *key, TsModel *model, TsPathTable *paths)
 	for (int i = 0; i < TS_EXEC_MAX_MODELS && m == NULL; i++)
 		if (!models[i].used)
 			m = &models[i];
-	if (m == NULL)
-	{
-		m = least_recent(NULL);
+	if (m == NULL && (m = least_recent(NULL)) == NULL)
+		return NULL;			/* every entry is serving a request */
+	if (m->used)
 		ts_resident_remove(m);
-	}
 	m->used = true;
 	m->key = *key;
 	m->model = model;
@@ -132,13 +165,17 @@ ts_resident_add(const TsModelKey *key, TsModel *model, TsPathTable *paths)
 }
 
 void
-ts_resident_publish(TsExecutorStats *stats, uint64_t requests)
+ts_resident_publish(TsExecutorStats *stats, uint64_t requests, uint64_t launches, uint64_t merged)
 {
 	int32_t		n = 0;
 
 	__atomic_store_n(&stats->version, stats->version + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	stats->requests = requests;
+	stats->launches = launches;
+	stats->merged = merged;
+	for (int d = 0; d < TS_EXECUTOR_MAX_DEVICES; d++)
+		stats->device_bytes[d] = (int64_t) ts_resident_device_bytes(d);
 	for (int i = 0; i < TS_EXEC_MAX_MODELS; i++)
 		if (models[i].used)
 		{
@@ -148,6 +185,13 @@ ts_resident_publish(TsExecutorStats *stats, uint64_t requests)
 			info->paths = models[i].paths->num_paths;
 			info->hits = models[i].hits;
 			info->last_used = models[i].last_used;
+			info->device_bytes = 0;
+			info->devices = 0;
+			for (int d = 0; d < TS_EXECUTOR_MAX_DEVICES; d++)
+			{
+				info->device_bytes += (int64_t) (models[i].on[d].table_bytes + models[i].on[d].runner_bytes);
+				info->devices += models[i].on[d].table != NULL;
+			}
 		}
 	stats->num_models = n;
 	__atomic_thread_fence(__ATOMIC_RELEASE);

@@ -1,8 +1,9 @@
 /*
  * ts_exec_serve.h - what the executor does with load and run requests: it
- * maps the request's segment, keeps models resident (read, laid out and
- * uploaded once per model version, the least recently used evicted when
- * the GPU is full), and explains batches on the GPU. Plain C, no
+ * maps the request's segment, keeps models resident (read and laid out
+ * once per model version, uploaded once per device, the least recently
+ * used evicted when a device is full or at treeshap.gpu_memory_limit) and
+ * explains batches on the devices (ts_exec_sched.c). Plain C, no
  * PostgreSQL: this runs in the executor (ts_executor.h).
  */
 #ifndef TS_EXEC_SERVE_H
@@ -10,20 +11,66 @@
 
 #include <stdbool.h>
 
+#include "service/ts_exec_models.h"
+#include "service/ts_exec_segments.h"
 #include "service/ts_executor.h"
 
-/* Whether the request being served was cancelled; reads the executor's pipe. */
-typedef bool (*TsCancelCheck) (void *arg);
+/* A run's answer is not known yet: ts_exec_progress gives it later. */
+#define TS_EXEC_PENDING (-100)
 
-/* Once, after probing: how segments are named, and whether there is a GPU to serve with. */
-extern void ts_exec_serve_init(int segment_type, bool have_device);
+/* How the executor sends an answer (ts_executor.c). */
+typedef void (*TsExecAnswer) (const TsExecMsg *msg, int32_t result, void *arg);
+
+/* Once, after probing: how segments are named, the devices, and the parent's settings. */
+extern void ts_exec_serve_init(int segment_type, int num_devices, const TsExecutorConfig *config);
 
 /*
- * Serve one LOAD or RUN message; returns its TsRequestStatus (also written
- * to the segment's header with a message). *fatal is set after a CUDA
- * fault, which may leave the context unusable: the executor then exits
- * and its parent starts a fresh one.
+ * Serve a LOAD message now; returns its TsRequestStatus (also written to
+ * the segment's header with a message). *fatal is set after a CUDA fault,
+ * which may leave the context unusable: the executor then exits and its
+ * parent starts a fresh one.
  */
-extern int32_t ts_exec_serve(const TsExecMsg *msg, TsCancelCheck cancelled, void *arg, bool *fatal);
+extern int32_t ts_exec_load(const TsExecMsg *msg, bool *fatal);
+
+/* Take a RUN message: TS_EXEC_PENDING, or its answer when it cannot run. */
+extern int32_t ts_exec_run(const TsExecMsg *msg);
+
+/* A backend abandoned request (slot, seq): stop it, answer it once its launches end. */
+extern void ts_exec_cancel(int32_t slot, uint64_t seq);
+
+/* Whether runs are queued or on a device. */
+extern bool ts_exec_busy(void);
+
+/*
+ * Start launches on free devices, finish those done, and answer the runs
+ * that completed; returns whether anything happened. *fatal as above.
+ */
+extern bool ts_exec_progress(TsExecAnswer answer, void *arg, bool *fatal);
+
+/* Launches made, and those that served more than one request, since the executor started. */
+extern void ts_exec_counts(uint64_t *launches, uint64_t *merged);
+
+/* (between ts_exec_serve.c and ts_exec_sched.c) */
+
+/* The scheduler's devices. */
+extern void ts_exec_sched_init(int num_devices);
+
+/* Write an answer into a header; returns status. */
+extern int32_t ts_exec_answer(TsRequestHeader *h, int32_t status, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* Whether a run's header describes a job of this model, inside its segment. */
+extern bool ts_exec_valid_run(const TsSegment *seg, const TsResidentModel *m);
+
+/*
+ * Make a model's placement on a device ready for a launch of up to rows
+ * rows of job: uploaded, with a runner for the job. TS_GPU_NOT_READY when
+ * its runner must change while a launch of it is in flight.
+ */
+extern TsGpuStatus ts_exec_place(TsResidentModel *m, int device, const TsGpuJob *job, int32_t precision,
+								 int32_t rows, char *msg, size_t msglen);
+
+/* The answer to a failed device step: out of memory, or a fault that ends the executor. */
+extern int32_t ts_exec_device_failure(TsRequestHeader *h, TsGpuStatus rc, const char *msg, bool *fatal);
 
 #endif							/* TS_EXEC_SERVE_H */

@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "base/ts_core.h"
+#include "service/ts_exec_device.h"
 #include "service/ts_exec_models.h"
+#include "service/ts_exec_segments.h"
 #include "service/ts_exec_serve.h"
 #include "service/ts_executor.h"
 #include "service/ts_request.h"
@@ -58,33 +60,6 @@ reset_signals(void)
 			signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-/* Fill the report with the visible GPUs, or say why there are none. */
-static void
-probe(TsExecutorReport *r)
-{
-	memset(r, 0, sizeof(*r));
-#ifdef TS_WITH_CUDA
-	{
-		int			count = 0;
-		TsGpuStatus rc = ts_gpu_device_count(&count, r->message, sizeof(r->message));
-
-		for (int i = 0; rc == TS_GPU_OK && i < count && r->num_devices < TS_EXECUTOR_MAX_DEVICES; i++)
-		{
-			if (ts_gpu_device_info(i, &r->devices[r->num_devices], r->message, sizeof(r->message)) != TS_GPU_OK)
-				break;
-			r->num_devices++;
-		}
-		/* no driver, or a driver that sees no GPU, is not an error: say which */
-		if (r->num_devices == 0 && r->message[0] == '\0')
-			snprintf(r->message, sizeof(r->message), "no GPU is visible to the CUDA runtime");
-		if (r->num_devices > 0)
-			r->message[0] = '\0';
-	}
-#else
-	snprintf(r->message, sizeof(r->message), "pg_treeshap was built without CUDA");
-#endif
 }
 
 /* Write one whole message; false when the reader is gone. */
@@ -149,6 +124,7 @@ take_message(int in_fd, const TsExecMsg *current, bool *cancelled)
 	{
 		if (current != NULL && msg.slot == current->slot && msg.seq == current->seq)
 			*cancelled = true;
+		ts_exec_cancel(msg.slot, msg.seq);	/* a run being served: stop it */
 		/* a cancellation of a request still in the backlog: answer it unserved */
 		for (int i = 0; i < backlog.count; i++)
 		{
@@ -200,61 +176,87 @@ ping_wait(int in_fd, const TsExecMsg *current, int ms)
 	}
 }
 
-/* What a request being served needs to see its cancellation. */
-typedef struct CancelWatch
-{
-	int			in_fd;
-	const TsExecMsg *current;
-	bool		cancelled;
-} CancelWatch;
-
-/* Read what the pipe holds now, without waiting: whether the current request was cancelled. */
-static bool
-cancel_requested(void *arg)
-{
-	CancelWatch *w = (CancelWatch *) arg;
-	struct pollfd pfd = {w->in_fd, POLLIN, 0};
-
-	while (!w->cancelled && !backlog.closed && backlog.count < BACKLOG && poll(&pfd, 1, 0) > 0)
-		take_message(w->in_fd, w->current, &w->cancelled);
-	return w->cancelled || backlog.closed;
-}
-
-/*
- * Answer one request: result 0 when served, -1 (TS_REQUEST_CANCELLED) when
- * cancelled, a TsRequestStatus otherwise; *fatal after a CUDA fault.
- */
+/* Read what the pipe holds now, without waiting. */
 static void
-serve(int in_fd, const TsExecMsg *in, TsExecMsg *out, bool *fatal)
+take_available(int in_fd)
 {
-	CancelWatch watch = {in_fd, in, false};
+	struct pollfd pfd = {in_fd, POLLIN, 0};
+	bool		unused;
 
-	*out = *in;
-	out->kind = TS_EXEC_DONE;
-	out->result = 0;
-	*fatal = false;
+	while (!backlog.closed && backlog.count < BACKLOG && poll(&pfd, 1, 0) > 0)
+		take_message(in_fd, NULL, &unused);
+}
+
+/* Wait up to 20 microseconds for a message while launches run (a launch's end wakes nothing). */
+static void
+pause_briefly(int in_fd)
+{
+	struct pollfd pfd = {in_fd, POLLIN, 0};
+	struct timespec ts = {0, 20000};
+
+	if (backlog.closed || backlog.count >= BACKLOG)
+		nanosleep(&ts, NULL);
+	else
+		ppoll(&pfd, 1, &ts, NULL);
+}
+
+/* Where answers go, and what the executor has counted. */
+typedef struct Answering
+{
+	int			out_fd;
+	TsExecutorStats *stats;
+	uint64_t	requests;
+	bool		broken;			/* the worker is gone */
+} Answering;
+
+/* Send the answer to a request, after publishing the statistics that count it. */
+static void
+send_answer(const TsExecMsg *in, int32_t result, void *arg)
+{
+	Answering  *a = (Answering *) arg;
+	TsExecMsg	out = *in;
+	uint64_t	launches,
+				merged;
+
+	out.kind = TS_EXEC_DONE;
+	out.result = result;
+	ts_exec_counts(&launches, &merged);
+	ts_resident_publish(a->stats, ++a->requests, launches, merged);
+	if (!send_msg(a->out_fd, &out))
+		a->broken = true;
+}
+
+/* Serve a message of the backlog: a ping or a load now, a run by queueing it. */
+static void
+serve(int in_fd, const TsExecMsg *in, Answering *a, bool *fatal)
+{
+	int32_t		result = 0;
+
 	if (in->result == TS_REQUEST_CANCELLED)
-		out->result = TS_REQUEST_CANCELLED;
+		result = TS_REQUEST_CANCELLED;
 	else if (in->kind == TS_EXEC_PING && in->arg > 0 && !ping_wait(in_fd, in, in->arg))
-		out->result = TS_REQUEST_CANCELLED;
-	else if (in->kind == TS_EXEC_LOAD || in->kind == TS_EXEC_RUN)
-		out->result = ts_exec_serve(in, cancel_requested, &watch, fatal);
+		result = TS_REQUEST_CANCELLED;
+	else if (in->kind == TS_EXEC_LOAD)
+		result = ts_exec_load(in, fatal);
+	else if (in->kind == TS_EXEC_RUN && (result = ts_exec_run(in)) == TS_EXEC_PENDING)
+		return;
+	send_answer(in, result, a);
 }
 
 /*
- * The child: probe, report ready, then answer requests in order until its
- * parent goes, or until a CUDA fault, after which its parent starts a
- * fresh executor. Its memory is malloc's: no PostgreSQL code runs here.
+ * The child: probe, report ready, then take requests and keep the devices
+ * busy until its parent goes, or until a CUDA fault, after which its
+ * parent starts a fresh executor. Its memory is malloc's: no PostgreSQL
+ * code runs here.
  */
 static void
 executor_main(TsExecutor *ex, int out_fd, int in_fd, pid_t parent)
 {
-	TsExecutorReport *r = ex->report;
-	uint64_t	requests = 0;
 	TsExecMsg	msg = {TS_EXEC_READY, -1, 0, 0, 0, 0, 0};
-	TsExecMsg	reply;
+	Answering	a = {out_fd, ex->stats, 0, false};
 	bool		unused;
 	bool		fatal = false;
+	int			devices;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
@@ -263,25 +265,31 @@ executor_main(TsExecutor *ex, int out_fd, int in_fd, pid_t parent)
 	signal(SIGPIPE, SIG_IGN);
 	ts_use_allocator(&ts_malloc_allocator);
 	ts_use_interrupt_check(NULL);	/* no PostgreSQL here: cancellation comes by message */
-	probe(r);
-	ts_exec_serve_init(ex->segment_type, r->num_devices > 0);
-	ts_resident_publish(ex->stats, 0);
+	devices = ts_dev_probe(ex->config->emulate, ex->report);
+	ts_exec_serve_init(ex->segment_type, devices, ex->config);
+	ts_resident_publish(ex->stats, 0, 0, 0);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!send_msg(out_fd, &msg))
 		_exit(1);
-	for (;;)
+	while (!fatal && !a.broken)
 	{
-		while (backlog.count == 0 && !backlog.closed)
+		if (backlog.count == 0 && !ts_exec_busy() && !backlog.closed)
+		{
+			ts_segments_sweep();
 			take_message(in_fd, NULL, &unused);
-		if (backlog.count == 0)
+		}
+		take_available(in_fd);
+		if (backlog.closed && backlog.count == 0 && !ts_exec_busy())
 			break;
-		msg = backlog.msg[backlog.head];
-		backlog.head = (backlog.head + 1) % BACKLOG;
-		backlog.count--;
-		serve(in_fd, &msg, &reply, &fatal);
-		ts_resident_publish(ex->stats, ++requests);
-		if (!send_msg(out_fd, &reply) || fatal)
-			break;
+		while (backlog.count > 0 && !fatal && !a.broken)
+		{
+			msg = backlog.msg[backlog.head];
+			backlog.head = (backlog.head + 1) % BACKLOG;
+			backlog.count--;
+			serve(in_fd, &msg, &a, &fatal);
+		}
+		if (!fatal && !ts_exec_progress(send_answer, &a, &fatal) && ts_exec_busy())
+			pause_briefly(in_fd);
 	}
 	_exit(fatal ? 2 : 0);
 }

@@ -35,6 +35,9 @@ typedef struct TsResidentInfo
 	int64_t		paths;
 	uint64_t	hits;			/* requests that found it resident */
 	int64_t		last_used;		/* Unix time in microseconds */
+	int64_t		device_bytes;	/* its uploads and runners, on every device */
+	int32_t		devices;		/* devices it is uploaded to */
+	int32_t		unused;
 } TsResidentInfo;
 
 #define TS_EXECUTOR_MAX_MODELS 64
@@ -49,9 +52,23 @@ typedef struct TsExecutorStats
 {
 	uint64_t	version;
 	uint64_t	requests;		/* answered by this executor */
+	uint64_t	launches;		/* device launches it made */
+	uint64_t	merged;			/* launches that served more than one request */
+	int64_t		device_bytes[TS_EXECUTOR_MAX_DEVICES];	/* models and buffers on each device */
 	int32_t		num_models;
 	TsResidentInfo models[TS_EXECUTOR_MAX_MODELS];
 } TsExecutorStats;
+
+/*
+ * The settings the executor follows, written by its parent (at start and
+ * on a configuration reload) into memory they share.
+ */
+typedef struct TsExecutorConfig
+{
+	int64_t		memory_limit;	/* bytes of models and buffers per GPU; 0: the GPU's memory */
+	int32_t		emulate;		/* emulated devices instead of the GPUs (tests); read at start */
+	int32_t		unused;
+} TsExecutorConfig;
 
 /* Messages on the executor's pipes (each written whole: smaller than PIPE_BUF). */
 typedef enum TsExecMsgKind
@@ -92,6 +109,7 @@ typedef struct TsExecutor
 	int			request_fd;		/* write end of its requests */
 	TsExecutorReport *report;	/* shared with the child */
 	TsExecutorStats *stats;		/* shared with the child */
+	TsExecutorConfig *config;	/* shared with the child */
 	int			segment_type;	/* TS_SEGMENT_POSIX or TS_SEGMENT_MMAP */
 } TsExecutor;
 

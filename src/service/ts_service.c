@@ -12,8 +12,12 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/guc.h"
 
 #include "service/ts_service.h"
+
+int			ts_gpu_memory_limit_kb = 0;
+int			ts_service_emulated_devices = 0;
 
 #define TS_SERVICE_SHMEM_NAME "pg_treeshap service"
 
@@ -59,6 +63,21 @@ service_shmem_startup(void)
 			SpinLockInit(&shared->slots[i].mutex);
 	}
 	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+ts_service_define_settings(void)
+{
+	DefineCustomIntVariable("treeshap.gpu_memory_limit",
+							"GPU memory the service's models and batch buffers may take on each GPU.",
+							"Least recently used models beyond it leave the GPU; 0 means the GPU's whole memory.",
+							&ts_gpu_memory_limit_kb, 0, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("treeshap.service_emulated_devices",
+							"Emulated devices the GPU service uses instead of the GPUs, for tests.",
+							"Each computes with the CPU's arithmetic behind the service's device calls; 0 uses the GPUs.",
+							&ts_service_emulated_devices, 0, 0, 16,
+							PGC_POSTMASTER, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
 
 void

@@ -66,6 +66,7 @@ typedef struct TsServiceSlot
 	slock_t		mutex;			/* guards every field: held for a few copies */
 	TsSlotState state;
 	uint64		seq;			/* the backend's request number */
+	uint64		cancel_seq;		/* an abandoned request the next one replaced before the worker saw it, or 0 */
 	int32		kind;			/* TsExecMsgKind of the request */
 	int32		arg;
 	uint32		segment;		/* its payload (ts_request.h), or 0 */
@@ -114,6 +115,13 @@ extern TsServiceStatus ts_service_await_start(void);
 
 /* Stop waiting for request seq (a run that ends early); its answer is dropped. */
 extern void ts_service_abandon(uint64 seq);
+
+/* treeshap.gpu_memory_limit (kB, 0: none) and treeshap.service_emulated_devices. */
+extern int	ts_gpu_memory_limit_kb;
+extern int	ts_service_emulated_devices;
+
+/* From _PG_init: define the service's settings (they show, and do nothing, without the service). */
+extern void ts_service_define_settings(void);
 
 /* From _PG_init while preloading: ask for shared memory and register the worker. */
 extern void ts_service_register(void);

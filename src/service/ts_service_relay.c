@@ -68,6 +68,20 @@ take_slot(TsServiceShared *sh, int i, TsSlotState from, TsSlotState to, TsExecMs
 	return taken;
 }
 
+/* Take slot i's abandoned request that a newer one replaced: its seq, or 0. */
+static uint64
+take_replaced(TsServiceShared *sh, int i)
+{
+	TsServiceSlot *slot = &sh->slots[i];
+	uint64		seq;
+
+	SpinLockAcquire(&slot->mutex);
+	seq = slot->cancel_seq;
+	slot->cancel_seq = 0;
+	SpinLockRelease(&slot->mutex);
+	return seq;
+}
+
 void
 ts_relay_dispatch(TsServiceShared *sh, TsExecutor *ex, bool ready)
 {
@@ -75,7 +89,14 @@ ts_relay_dispatch(TsServiceShared *sh, TsExecutor *ex, bool ready)
 	{
 		TsExecMsg	request = {0, 0, 0, 0, 0, 0, 0};
 		TsExecMsg	cancel = {TS_EXEC_CANCEL, 0, 0, 0, 0, 0, 0};
+		uint64		replaced = take_replaced(sh, i);
 
+		if (replaced != 0)
+		{
+			TsExecMsg	stop = {TS_EXEC_CANCEL, i, replaced, 0, 0, 0, 0};
+
+			(void) ts_executor_send(ex, &stop);	/* before the request that replaced it */
+		}
 		if (take_slot(sh, i, TS_SLOT_QUEUED, TS_SLOT_SENT, &request))
 		{
 			if (!ready)

@@ -69,6 +69,9 @@ queue_request(TsServiceSlot *slot, int32 kind, int32 arg, uint32 segment, TsRequ
 		pg_write_barrier();
 	}
 	SpinLockAcquire(&slot->mutex);
+	/* the previous request, abandoned, was never cancelled: the worker still must */
+	if (slot->state == TS_SLOT_ABANDONED)
+		slot->cancel_seq = slot->seq;
 	slot->seq = seq;
 	slot->kind = kind;
 	slot->arg = arg;

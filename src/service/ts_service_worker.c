@@ -14,11 +14,13 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/dsm_impl.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -29,7 +31,7 @@
 /* Delay before a dead executor is replaced: a GPU that kills it at once costs little. */
 #define EXECUTOR_RESTART_MS 1000
 
-static TsExecutor executor = {0, -1, -1, NULL, NULL, TS_SEGMENT_POSIX};
+static TsExecutor executor = {0, -1, -1, NULL, NULL, NULL, TS_SEGMENT_POSIX};
 
 /* Requests answered by this worker's executors that are gone. */
 static uint64 requests_before = 0;
@@ -60,6 +62,15 @@ service_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 	st.pid = 0;
 	st.executor_pid = 0;
 	ts_service_publish(&st);
+}
+
+/* Write the settings the executor follows into the memory it shares with this worker. */
+static void
+write_config(void)
+{
+	__atomic_store_n(&executor.config->memory_limit, (int64_t) ts_gpu_memory_limit_kb * 1024,
+					 __ATOMIC_RELAXED);
+	executor.config->emulate = ts_service_emulated_devices;
 }
 
 /* Fork an executor; on failure try again after the restart delay. */
@@ -174,6 +185,7 @@ ts_service_main(Datum arg pg_attribute_unused())
 	TimestampTz next_start = 0;
 
 	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGPIPE, SIG_IGN);	/* a dead executor's pipe is an error to handle, not a signal */
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
@@ -184,11 +196,13 @@ ts_service_main(Datum arg pg_attribute_unused())
 	ts_service_publish(&st);
 	executor.report = ts_executor_map_shared(sizeof(TsExecutorReport));
 	executor.stats = ts_executor_map_shared(sizeof(TsExecutorStats));
+	executor.config = ts_executor_map_shared(sizeof(TsExecutorConfig));
 	executor.segment_type = dynamic_shared_memory_type == DSM_IMPL_MMAP ? TS_SEGMENT_MMAP : TS_SEGMENT_POSIX;
-	if (executor.report == NULL || executor.stats == NULL)
+	if (executor.report == NULL || executor.stats == NULL || executor.config == NULL)
 		ereport(FATAL,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("%s could not map the memory it shares with its executor: %m", TS_SERVICE_WORKER_NAME)));
+	write_config();
 	publish_stats();			/* a previous worker's models are gone */
 	before_shmem_exit(service_exit, (Datum) 0);
 	pg_atomic_write_u32(&ts_service_shared()->worker_procno, MyProc->pgprocno);
@@ -201,5 +215,11 @@ ts_service_main(Datum arg pg_attribute_unused())
 			start_executor(&st, &next_start);
 		wait_for_event(&st, &next_start);
 		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			write_config();		/* treeshap.gpu_memory_limit applies from the next request */
+		}
 	}
 }

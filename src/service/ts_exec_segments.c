@@ -1,0 +1,200 @@
+/*
+ * ts_exec_segments.c - the executor's mapping cache (ts_exec_segments.h):
+ * a small table, least recently used first out, bounded in count and in
+ * bytes so that the mappings of segments whose backends left pin little.
+ */
+#include "service/ts_exec_segments.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "service/ts_executor.h"
+
+#define CACHE_ENTRIES 128
+#define CACHE_BYTES ((size_t) 1 << 30)
+
+typedef struct CachedMapping
+{
+	void	   *p;				/* NULL: a free entry */
+	size_t		size;
+	uint32_t	handle;
+	dev_t		dev;
+	ino_t		ino;
+	struct timespec ctime;
+	int			users;			/* requests being served from it */
+	uint64_t	last_use;
+} CachedMapping;
+
+static int	segment_type = TS_SEGMENT_POSIX;
+static CachedMapping cache[CACHE_ENTRIES];
+static uint64_t clock_ticks;
+
+void
+ts_segments_init(int type)
+{
+	segment_type = type;
+}
+
+/* Open a handle's segment by its name; -1 when it is gone. */
+static int
+open_segment(uint32_t handle)
+{
+	char		name[64];
+
+	if (segment_type == TS_SEGMENT_MMAP)
+	{
+		snprintf(name, sizeof(name), "pg_dynshmem/mmap.%u", handle);
+		return open(name, O_RDWR);
+	}
+	snprintf(name, sizeof(name), "/PostgreSQL.%u", handle);
+	return shm_open(name, O_RDWR, 0);
+}
+
+/* Whether a cached mapping is of the object st describes. */
+static bool
+same_object(const CachedMapping *c, uint32_t handle, const struct stat *st)
+{
+	return c->p != NULL && c->handle == handle && c->dev == st->st_dev && c->ino == st->st_ino &&
+		c->size == (size_t) st->st_size && c->ctime.tv_sec == st->st_ctim.tv_sec &&
+		c->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* Unmap unused entries, least recently used first, until count and bytes are within bounds. */
+static void
+shrink(size_t incoming)
+{
+	for (;;)
+	{
+		size_t		bytes = incoming;
+		int			count = 0,
+					lru = -1;
+
+		for (int i = 0; i < CACHE_ENTRIES; i++)
+			if (cache[i].p != NULL)
+			{
+				bytes += cache[i].size;
+				count++;
+				if (cache[i].users == 0 && (lru < 0 || cache[i].last_use < cache[lru].last_use))
+					lru = i;
+			}
+		if ((count < CACHE_ENTRIES && bytes <= CACHE_BYTES) || lru < 0)
+			return;
+		munmap(cache[lru].p, cache[lru].size);
+		memset(&cache[lru], 0, sizeof(cache[lru]));
+	}
+}
+
+/* Keep a new mapping in the cache; -1 when every entry is in use. */
+static int
+remember(void *p, uint32_t handle, const struct stat *st)
+{
+	shrink((size_t) st->st_size);
+	for (int i = 0; i < CACHE_ENTRIES; i++)
+		if (cache[i].p == NULL)
+		{
+			cache[i].p = p;
+			cache[i].size = (size_t) st->st_size;
+			cache[i].handle = handle;
+			cache[i].dev = st->st_dev;
+			cache[i].ino = st->st_ino;
+			cache[i].ctime = st->st_ctim;
+			return i;
+		}
+	return -1;
+}
+
+/* The cache entry holding this object, or -1; an older mapping of the same handle is dropped. */
+static int
+lookup(uint32_t handle, const struct stat *st)
+{
+	for (int i = 0; i < CACHE_ENTRIES; i++)
+	{
+		if (same_object(&cache[i], handle, st))
+			return i;
+		if (cache[i].p != NULL && cache[i].handle == handle && cache[i].users == 0)
+		{
+			munmap(cache[i].p, cache[i].size);
+			memset(&cache[i], 0, sizeof(cache[i]));
+		}
+	}
+	return -1;
+}
+
+bool
+ts_segment_map(uint32_t handle, bool keep, TsSegment *seg)
+{
+	struct stat st;
+	void	   *p;
+	int			fd = open_segment(handle);
+	int			i;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) != 0 || (size_t) st.st_size < sizeof(TsRequestHeader))
+	{
+		close(fd);
+		return false;
+	}
+	i = keep ? lookup(handle, &st) : -1;
+	if (i < 0)
+	{
+		p = mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+		{
+			close(fd);
+			return false;
+		}
+		i = keep ? remember(p, handle, &st) : -1;
+		seg->h = (TsRequestHeader *) p;
+	}
+	else
+		seg->h = (TsRequestHeader *) cache[i].p;
+	close(fd);
+	seg->size = (size_t) st.st_size;
+	seg->cached = i;
+	if (i >= 0)
+	{
+		cache[i].users++;
+		cache[i].last_use = ++clock_ticks;
+	}
+	return true;
+}
+
+void
+ts_segment_release(TsSegment *seg)
+{
+	if (seg->h == NULL)
+		return;
+	if (seg->cached >= 0)
+		cache[seg->cached].users--;
+	else
+		munmap(seg->h, seg->size);
+	seg->h = NULL;
+}
+
+void
+ts_segments_sweep(void)
+{
+	for (int i = 0; i < CACHE_ENTRIES; i++)
+	{
+		struct stat st;
+		int			fd;
+		bool		alive;
+
+		if (cache[i].p == NULL || cache[i].users > 0)
+			continue;
+		fd = open_segment(cache[i].handle);
+		alive = fd >= 0 && fstat(fd, &st) == 0 && same_object(&cache[i], cache[i].handle, &st);
+		if (fd >= 0)
+			close(fd);
+		if (!alive)
+		{
+			munmap(cache[i].p, cache[i].size);
+			memset(&cache[i], 0, sizeof(cache[i]));
+		}
+	}
+}

@@ -1,0 +1,41 @@
+/*
+ * ts_exec_segments.h - the executor's mappings of request segments. A
+ * backend keeps one segment for a whole run (every batch of a call), so
+ * the executor keeps its mapping between requests rather than mapping and
+ * faulting in its pages for each batch. A mapping is reused only while
+ * the name still opens the same object (inode, size, change time); one
+ * whose backend left keeps its memory until it is evicted, which makes a
+ * late write harmless. Plain C, executor only.
+ */
+#ifndef TS_EXEC_SEGMENTS_H
+#define TS_EXEC_SEGMENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/ts_request.h"
+
+typedef struct TsSegment
+{
+	TsRequestHeader *h;
+	size_t		size;
+	int			cached;			/* index in the cache, or -1 for a mapping of its own */
+} TsSegment;
+
+/* How segments are named: TS_SEGMENT_POSIX or TS_SEGMENT_MMAP (ts_executor.h). */
+extern void ts_segments_init(int segment_type);
+
+/*
+ * Map the segment of a handle, through the cache when keep is true (run
+ * requests); false when it is gone (its backend left).
+ */
+extern bool ts_segment_map(uint32_t handle, bool keep, TsSegment *seg);
+
+/* Done with a mapping: a cached one stays mapped, another is unmapped. */
+extern void ts_segment_release(TsSegment *seg);
+
+/* Unmap the cached mappings whose backends have removed their segments (when idle). */
+extern void ts_segments_sweep(void);
+
+#endif							/* TS_EXEC_SEGMENTS_H */
