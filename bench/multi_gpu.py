@@ -21,14 +21,19 @@ def main():
     table = "m_" + name.replace("-", "_")
     features, _ = features_of(work, name)
     conn = connect("gpu")
-    load(conn, work, name, table, features, rows)
+    with conn.cursor() as cur:
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL AND EXISTS (SELECT FROM treeshap.models WHERE name = %s)",
+                    (table, name))
+        loaded = cur.fetchone()[0]
+    if not loaded:  # a reload would make a new model version for the service to read again
+        load(conn, work, name, table, features, rows)
     with conn.cursor() as cur:
         cur.execute(f"SET treeshap.batch_rows = {batch}")
         cur.execute("SELECT count(device) FROM treeshap.gpu_status")
         devices = cur.fetchone()[0]
         query = (f"SELECT count(*), md5(string_agg(shap_values::text, '|' ORDER BY row_key, output)) "
                  f"FROM treeshap.explain_shap_wide('{name}', 'SELECT * FROM {table} WHERE id < %d')")
-        cur.execute(query % 1000)          # the model resident on every GPU, runners made
+        cur.execute(query % batch)         # the model resident on every GPU, runners made there
         cur.fetchone()
         t0 = time.perf_counter()
         cur.execute(query % rows)

@@ -5,6 +5,7 @@
 # TS_PG_RESTART restarts the server (the service's executor inherits
 # CUDA_VISIBLE_DEVICES from the postmaster).
 #     TS_PG_RESTART='pg_ctl -D ... restart' bench/multi_gpu.sh WORK_DIR ROWS MODEL...
+# TS_BATCH_ROWS lists the treeshap.batch_rows to measure (default 10000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$1 rows=$2
@@ -18,16 +19,18 @@ for devs in 0 "$all"; do
     sleep 0.5
   done
   for name in "$@"; do
-    python3 bench/multi_gpu.py "$work" "$name" "$rows" | tee -a "$work/multi_gpu.jsonl"
+    for batch in ${TS_BATCH_ROWS:-10000}; do
+      python3 bench/multi_gpu.py "$work" "$name" "$rows" "$batch" | tee -a "$work/multi_gpu.jsonl"
+    done
   done
 done
 python3 - "$work/multi_gpu.jsonl" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
-for name in dict.fromkeys(r["name"] for r in recs):
-    one, *more = sorted((r for r in recs if r["name"] == name), key=lambda r: r["devices"])
+for name, batch in dict.fromkeys((r["name"], r["batch_rows"]) for r in recs):
+    one, *more = sorted((r for r in recs if (r["name"], r["batch_rows"]) == (name, batch)), key=lambda r: r["devices"])
     for r in more:
-        print(f"{name}: {r['devices']} GPUs {r['rows_per_s']:,} rows/s, 1 GPU {one['rows_per_s']:,} rows/s: "
+        print(f"{name}, batches of {batch:,} rows: {r['devices']} GPUs {r['rows_per_s']:,} rows/s, 1 GPU {one['rows_per_s']:,} rows/s: "
               f"x{r['rows_per_s'] / one['rows_per_s']:.2f}; results bitwise identical: "
               f"{'yes' if r['md5'] == one['md5'] else 'NO'}")
 PY
