@@ -3,7 +3,10 @@
  * path: SHAP values of the same rows with no check installed and with a check
  * as cheap as PostgreSQL's CHECK_FOR_INTERRUPTS (a volatile flag read),
  * alternated over several rounds in one run; prints the best time of each
- * and their ratio.
+ * and their ratio. Two timings of the same work differ by a few per cent
+ * from run to run, more than the checks can cost, so it also bounds their
+ * cost directly: the time of one check (100 million calls through the core's
+ * hook), times the checks a row makes, over the time of a row.
  *     bench/build/interrupt_cost MODEL [ROWS] [ROUNDS]
  */
 #include "base/ts_tool.h"
@@ -37,6 +40,20 @@ time_rows(const TsPathTable *pt, int rows, double *phi, double *scratch, float *
 		ts_cpu_shap_row(pt, TS_SHAP_QUADRATURE, x, phi, scratch);
 	}
 	return ts_tool_seconds() - t0;
+}
+
+/* Nanoseconds per ts_check_interrupts() with the check installed. */
+static double
+check_ns(void)
+{
+	const long	calls = 100000000L;
+	double		t0;
+
+	ts_use_interrupt_check(check_like_postgres);
+	t0 = ts_tool_seconds();
+	for (long i = 0; i < calls; i++)
+		ts_check_interrupts();
+	return (ts_tool_seconds() - t0) * 1e9 / (double) calls;
 }
 
 int
@@ -73,7 +90,15 @@ main(int argc, char **argv)
 			s = time_rows(pt, rows, phi, scratch, x);
 			best[with] = s < best[with] ? s : best[with];
 		}
-	printf("{\"paths\": %lld, \"rows\": %d, \"rounds\": %d, \"no_check_s\": %.4f, \"check_s\": %.4f, "
-		   "\"ratio\": %.4f}\n", (long long) pt->num_paths, rows, rounds, best[0], best[1], best[1] / best[0]);
+	{
+		/* ts_cpu_shap_row checks once every TS_INTERRUPT_PATHS paths */
+		double		checks = (double) rows * (double) (pt->num_paths / TS_INTERRUPT_PATHS);
+		double		ns = check_ns();
+
+		printf("{\"paths\": %lld, \"rows\": %d, \"rounds\": %d, \"no_check_s\": %.4f, \"check_s\": %.4f, "
+			   "\"ratio\": %.4f, \"check_ns\": %.2f, \"checks\": %.0f, \"cost_bound\": %.2e}\n",
+			   (long long) pt->num_paths, rows, rounds, best[0], best[1], best[1] / best[0], ns, checks,
+			   checks * ns * 1e-9 / best[0]);
+	}
 	return 0;
 }
