@@ -11,6 +11,7 @@ CREATE EXTENSION IF NOT EXISTS dblink;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_treeshap;
 SET treeshap.device = cpu;
+SET treeshap.cpu_threads = 4;  -- the row pool stops too (2 threads would do on a 2-core machine)
 SELECT treeshap.drop_model('t12_big', true) \g /dev/null
 SELECT 1 FROM treeshap.load_model('t12_big', convert_to(jsonb_build_object(
   'features_info', jsonb_build_object('float_features',
@@ -54,7 +55,7 @@ END $$;
 -- another session, through dblink, running statements this one stops
 SELECT dblink_connect('other', format('dbname=%s port=%s host=%s user=%s', current_database(),
        current_setting('port'), current_setting('unix_socket_directories'), current_user)) \g /dev/null
-SELECT dblink_exec('other', 'SET treeshap.device = cpu') \g /dev/null
+SELECT dblink_exec('other', 'SET treeshap.device = cpu; SET treeshap.cpu_threads = 4') \g /dev/null
 CREATE TEMP TABLE other AS SELECT pid FROM dblink('other', 'SELECT pg_backend_pid()') AS t(pid int);
 SELECT * FROM dblink('other', $$SELECT count(*) FROM treeshap.explain_shap_wide('t12_big',
                      'SELECT * FROM t12_rows LIMIT 1')$$) AS t(n bigint) \g /dev/null

@@ -24,6 +24,7 @@
 #include "backend/ts_gpu_pg.h"
 #include "core/ts_interactions.h"
 #include "backend/ts_settings.h"
+#include "backend/ts_threads.h"
 #include "core/ts_shap_cpu.h"
 
 PG_FUNCTION_INFO_V1(treeshap_explain_shap);
@@ -58,11 +59,8 @@ typedef struct TsEmitter
 	const TsModel *model;
 	const TsPathTable *paths;
 	Datum	   *feature_text;	/* feature names as text, for the long forms */
-	double	   *phi;			/* outputs x (features + 1) */
-	double	   *scratch;
 	TsShapAlgorithm algorithm;	/* CPU SHAP algorithm (treeshap.algorithm) */
 	TsRunSpec	spec;			/* what the GPU computes, and the interaction options */
-	double	   *inter;			/* interactions: outputs x selected x features */
 	double	   *sums;			/* importance: sums of |phi| and of phi per (output, feature) */
 	int64		rows;			/* importance: rows seen */
 } TsEmitter;
@@ -162,15 +160,9 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->desc = rsinfo->setDesc;
 	em->model = m;
 	em->paths = cached->paths;
-	em->phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
-	em->scratch = palloc(sizeof(double) * Max(ts_cpu_scratch_len(cached->paths),
-											  ts_interactions_scratch_len(cached->paths)));
 	em->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
 	em->feature_text = NULL;
 	em->rows = 0;
-	if (kind == TS_RESULT_INTERACTIONS)
-		em->inter = palloc_extended(sizeof(double) * Max(columns * em->spec.selection->count, 1),
-									MCXT_ALLOC_HUGE);
 	if (kind == TS_RESULT_IMPORTANCE)
 		em->sums = palloc0(sizeof(double) * 2 * Max(columns, 1));
 	if (kind == TS_RESULT_LONG || kind == TS_RESULT_INTERACTIONS || kind == TS_RESULT_IMPORTANCE)
@@ -181,20 +173,16 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	}
 }
 
-/* Emit (key, output, margin, prediction) rows of one input row. */
+/* Emit (key, output, margin, prediction) rows of one input row from its margins and predictions. */
 static void
-emit_prediction(TsEmitter *em, Datum key, bool key_null, const float *x)
+emit_prediction(TsEmitter *em, Datum key, bool key_null, const double *margin)
 {
 	const TsModel *m = em->model;
+	const double *link = margin + m->num_outputs;
 	Datum		values[4];
 	bool		nulls[4] = {key_null, false, false, false};
-	/* phi has room for 2 * num_outputs: features + 1 >= 2 */
-	double	   *margin = em->phi;
-	double	   *link = em->phi + m->num_outputs;
 
 	values[0] = key;
-	ts_model_predict_margin(m, x, margin);
-	ts_model_link(m, margin, link);
 	for (int32 k = 0; k < m->num_outputs; k++)
 	{
 		values[1] = Int32GetDatum(k);
@@ -318,53 +306,6 @@ emit_importance(TsEmitter *em)
 		}
 }
 
-/* The CPU's work for one input row. */
-static void
-explain_row_cpu(TsEmitter *em, Datum key, bool key_null, const float *x)
-{
-	const TsModel *m = em->model;
-
-	switch (em->kind)
-	{
-		case TS_RESULT_PREDICT:
-			emit_prediction(em, key, key_null, x);
-			break;
-		case TS_RESULT_INTERACTIONS:
-			ts_interactions_row(em->paths, x, em->spec.method, em->spec.selection, em->inter,
-								em->scratch);
-			emit_interactions(em, key, key_null, em->inter);
-			break;
-		case TS_RESULT_IMPORTANCE:
-			ts_cpu_shap_row(em->paths, em->algorithm, x, em->phi, em->scratch);
-			ts_importance_add_rows(em->phi, 1, m->num_outputs, m->num_features, em->sums);
-			em->rows++;
-			break;
-		default:
-			ts_cpu_shap_row(em->paths, em->algorithm, x, em->phi, em->scratch);
-			emit_contribs(em, key, key_null, em->phi);
-	}
-}
-
-/* Read the query batch by batch and compute on the CPU; the model stays pinned throughout. */
-static void
-run_query_cpu(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_type)
-{
-	TsBatchReader reader;
-	uint64		n;
-	int32		nf = cached->model->num_features;
-
-	ts_batch_open(&reader, query, cached->model, key_type);
-	while ((n = ts_batch_next(&reader)) > 0)
-	{
-		for (uint64 i = 0; i < n; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			explain_row_cpu(em, reader.keys[i], reader.key_null[i], reader.x + i * (size_t) nf);
-		}
-	}
-	ts_batch_close(&reader);
-}
-
 /* Keys of one pipelined batch, copied out of SPI's tuples (freed by the next fetch). */
 typedef struct TsKeySlot
 {
@@ -469,6 +410,83 @@ consume_batch(TsEmitter *em, const TsKeySlot *ks, int32 n, const double *result)
 			emit_contribs(em, ks->keys[i], ks->key_null[i],
 						  result + i * (columns + m->num_outputs));
 	}
+}
+
+/*
+ * Results of one CPU run are kept within this many bytes: rows of a wide
+ * model's interactions can take megabytes each.
+ */
+#define TS_CPU_RESULT_BYTES ((Size) 64 * 1024 * 1024)
+
+/* What the CPU computes for a result kind, on how many threads; returns the rows per run. */
+static int64
+cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
+{
+	Size		row_bytes;
+	int64		span;
+
+	r->kind = em->kind == TS_RESULT_PREDICT ? TS_ROWS_PREDICT
+		: em->kind == TS_RESULT_INTERACTIONS ? TS_ROWS_INTERACTIONS : TS_ROWS_SHAP;
+	r->model = em->model;
+	r->paths = em->paths;
+	r->algorithm = em->algorithm;
+	r->method = em->spec.method;
+	r->selection = em->spec.selection;
+	row_bytes = sizeof(double) * Max(ts_cpu_rows_width(r), 1);
+	span = Max(1, Min((int64) ts_batch_rows, (int64) (TS_CPU_RESULT_BYTES / row_bytes)));
+	r->threads = (int) Min(ts_cpu_threads_now(), span);
+	r->scratch_len = ts_cpu_rows_scratch_len(r);
+	r->scratch = palloc_extended(sizeof(double) * Max(r->scratch_len * r->threads, 1),
+								 MCXT_ALLOC_HUGE);
+	r->out = palloc_extended(row_bytes * span, MCXT_ALLOC_HUGE);
+	return span;
+}
+
+/* Emit (or add up) the results of count rows of the reader's batch from first on. */
+static void
+consume_cpu_rows(TsEmitter *em, const TsBatchReader *reader, uint64 first, int64 count,
+				 const double *out)
+{
+	const TsModel *m = em->model;
+	TsKeySlot	ks = {reader->keys + first, reader->key_null + first, NULL};
+
+	if (em->kind == TS_RESULT_IMPORTANCE)
+	{
+		ts_importance_add_rows(out, count, m->num_outputs, m->num_features, em->sums);
+		em->rows += count;
+	}
+	else if (em->kind == TS_RESULT_PREDICT)
+	{
+		for (int64 i = 0; i < count; i++)
+			emit_prediction(em, ks.keys[i], ks.key_null[i], out + i * 2 * (Size) m->num_outputs);
+	}
+	else
+		consume_batch(em, &ks, (int32) count, out);
+}
+
+/* Read the query batch by batch and compute on the session's CPU threads; the model stays pinned. */
+static void
+run_query_cpu(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_type)
+{
+	TsBatchReader reader;
+	TsCpuRows	rows;
+	int64		span = cpu_rows_init(em, &rows);
+	Size		nf = cached->model->num_features;
+	uint64		n;
+
+	ts_batch_open(&reader, query, cached->model, key_type);
+	while ((n = ts_batch_next(&reader)) > 0)
+	{
+		for (uint64 first = 0; first < n; first += span)
+		{
+			int64		count = Min(span, (int64) (n - first));
+
+			rows.x = reader.x + first * nf;
+			ts_cpu_rows_compute(&rows, count);
+			consume_cpu_rows(em, &reader, first, count, rows.out);
+		}
+	}
+	ts_batch_close(&reader);
 }
 
 /*

@@ -1,7 +1,7 @@
 /*
  * ts_settings.c - GUC definitions: treeshap.batch_rows, treeshap.device,
- * treeshap.gpu_precision, treeshap.algorithm, treeshap.match_columns and
- * treeshap.model_cache_size.
+ * treeshap.gpu_precision, treeshap.algorithm, treeshap.match_columns,
+ * treeshap.model_cache_size and treeshap.cpu_threads.
  */
 #include "postgres.h"
 
@@ -10,6 +10,7 @@
 #include "utils/guc.h"
 
 #include "backend/ts_settings.h"
+#include "core/ts_row_pool.h"
 #include "core/ts_shap_cpu.h"
 
 int			ts_batch_rows = 10000;
@@ -18,6 +19,7 @@ int			ts_gpu_precision = TS_GPU_PRECISION_DOUBLE;
 int			ts_algorithm = TS_ALGORITHM_AUTO;
 int			ts_match_columns = TS_MATCH_NAME;
 int			ts_model_cache_kb = 512 * 1024;
+int			ts_cpu_threads = 0;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TS_DEVICE_AUTO, false},
@@ -59,6 +61,11 @@ ts_settings_init(void)
 							"Least recently used models beyond it are freed; models in use are kept.",
 							&ts_model_cache_kb, 512 * 1024, 0, MAX_KILOBYTES,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("treeshap.cpu_threads",
+							"Threads a session computes CPU rows on, its own included; 0: one per core, at most 16.",
+							"Results are the same bytes whatever the number; 1 keeps the work on the backend alone.",
+							&ts_cpu_threads, 0, 0, TS_ROW_POOL_MAX_THREADS + 1,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("treeshap.device",
 							 "Where SHAP values are computed: auto, cpu or gpu.",
 							 "auto uses a GPU when one is available and the CPU otherwise.",

@@ -36,6 +36,7 @@ extern int	ts_algorithm;
 extern int	ts_device;
 extern int	ts_gpu_precision;
 extern int	ts_model_cache_kb;
+extern int	ts_cpu_threads;
 
 extern void ts_settings_init(void);
 

@@ -57,7 +57,8 @@ extern void ts_free(void *ptr);
  * these calls.
  */
 typedef void (*TsInterruptCheck) (void);
-extern TsInterruptCheck ts_interrupt_check;
+/* per thread: the core's row pool (core/ts_row_pool.h) gives its threads their own */
+extern __thread TsInterruptCheck ts_interrupt_check;
 extern void ts_use_interrupt_check(TsInterruptCheck check);
 
 static inline void

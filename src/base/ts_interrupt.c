@@ -5,9 +5,9 @@
  */
 #include "base/ts_core.h"
 
-TsInterruptCheck ts_interrupt_check = NULL;
+__thread TsInterruptCheck ts_interrupt_check = NULL;
 
-/* Call check at every later cancellation point of this process. */
+/* Call check at every later cancellation point of this thread. */
 void
 ts_use_interrupt_check(TsInterruptCheck check)
 {

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The CPU path on every core (treeshap.cpu_threads): one session's
+explain_shap_wide and predict with 1 thread and with one per core, against
+XGBoost's CPU pred_contribs on all cores, same machine, model and rows, all
+measured in this run.
+
+    python3 bench/cpu_threads.py WORK_DIR LIB_DIR NAME [NAME ...]
+
+WORK_DIR holds NAME.json, NAME.csv and NAME.rows.f32 (bench/grid.py writes
+them: 10,000 rows of the data set), LIB_DIR XGBoost's library (bench/xgb_capi.py).
+SHAP runs over those rows, predict over TS_BENCH_ROWS (default 1,000,000)
+rows repeating them, in a heap table. Each rate is the best of two runs,
+alternating 1 thread and all; the two thread counts' checksums must be equal
+bit for bit. Prints one JSON record per model, then a table of the ratios:
+scaling = (rate on all threads) / (threads x rate on 1 thread).
+"""
+import json
+import os
+import re
+import sys
+import time
+
+import numpy as np
+import psycopg2
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from concurrency import connect, features_of, load  # noqa: E402
+from xgb_capi import open_library  # noqa: E402
+
+REPS = 2
+
+
+def timed(cur, sql):
+    """(seconds, first row) of one statement."""
+    t0 = time.perf_counter()
+    cur.execute(sql)
+    row = cur.fetchone()
+    return time.perf_counter() - t0, row
+
+
+def best_of(cur, sql_by_threads, rows):
+    """Per thread count: best rows/s over REPS alternating runs, and the result rows (all equal)."""
+    rates, results = {}, {}
+    for _ in range(REPS):
+        for threads, sql in sql_by_threads.items():
+            cur.execute(f"SET treeshap.cpu_threads = {threads}")
+            seconds, row = timed(cur, sql)
+            rates[threads] = max(rates.get(threads, 0.0), rows / seconds)
+            results.setdefault(threads, set()).add(row)
+    return rates, results
+
+
+def xgb_contribs_rate(xgb, work, name, features, rows):
+    """XGBoost's pred_contribs on all cores over the same rows (rows/s, best of REPS)."""
+    x = np.fromfile(os.path.join(work, name + ".rows.f32"), dtype=np.float32).reshape(-1, features)[:rows]
+    booster = xgb.load(os.path.join(work, name + ".json"))
+    xgb.set_param(booster, "nthread", os.cpu_count())
+    d = xgb.dmatrix(x)
+    best = 0.0
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        xgb.pred_contribs(booster, d)
+        best = max(best, len(x) / (time.perf_counter() - t0))
+    xgb.free_dmatrix(d)
+    xgb.free_booster(booster)
+    return best
+
+
+def measure(xgb, work, name, predict_rows):
+    table = "t_" + re.sub(r"\W", "_", name)
+    features, outputs = features_of(work, name)
+    conn = connect("cpu")
+    distinct = load(conn, work, name, table, features, predict_rows)
+    cores = os.cpu_count()
+    with conn.cursor() as cur:
+        shap_sql = (f"SELECT count(*), sum(shap_values[1 + (row_key % {features})::int] + base_value) "
+                    f"FROM treeshap.explain_shap_wide('{name}', 'SELECT * FROM {table} WHERE id < {distinct}')")
+        pred_sql = f"SELECT count(*), sum(margin) FROM treeshap.predict('{name}', 'SELECT * FROM {table}')"
+        cur.execute(shap_sql.replace(f"id < {distinct}", "id < 10"))  # the session reads the model once
+        shap, shap_res = best_of(cur, {1: shap_sql, cores: shap_sql}, distinct)
+        pred, pred_res = best_of(cur, {1: pred_sql, cores: pred_sql}, predict_rows)
+    conn.close()
+    same = all(len(set().union(*r.values())) == 1 for r in (shap_res, pred_res))
+    xgb_rate = xgb_contribs_rate(xgb, work, name, features, distinct)
+    return {"kind": "cpu_threads", "name": name, "cores": cores, "outputs": outputs,
+            "shap_rows": distinct, "predict_rows": predict_rows,
+            "shap_1": shap[1], "shap_all": shap[cores], "shap_scaling": shap[cores] / (cores * shap[1]),
+            "predict_1": pred[1], "predict_all": pred[cores],
+            "predict_scaling": pred[cores] / (cores * pred[1]),
+            "xgboost_version": xgb.version, "xgboost_contribs_all": xgb_rate,
+            "shap_all_over_xgboost": shap[cores] / xgb_rate, "bitwise_equal": same}
+
+
+def main():
+    work, libdir = sys.argv[1:3]
+    names = sys.argv[3:]
+    predict_rows = int(os.environ.get("TS_BENCH_ROWS", "1000000"))
+    xgb = open_library(libdir)
+    recs = []
+    for name in names:
+        rec = measure(xgb, work, name, predict_rows)
+        print(json.dumps(rec), flush=True)
+        recs.append(rec)
+    print(f"\n{os.cpu_count()} cores; rows/s through SQL, one session; XGBoost {xgb.version} on all cores")
+    print("| model | SHAP 1 thread | SHAP all | scaling | XGBoost pred_contribs | ours / XGBoost "
+          "| predict 1 thread | predict all | scaling | bitwise equal |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in recs:
+        print(f"| {r['name']} | {r['shap_1']:.0f} | {r['shap_all']:.0f} | {r['shap_scaling']:.2f} "
+              f"| {r['xgboost_contribs_all']:.0f} | {r['shap_all_over_xgboost']:.2f} "
+              f"| {r['predict_1']:.0f} | {r['predict_all']:.0f} | {r['predict_scaling']:.2f} "
+              f"| {'yes' if r['bitwise_equal'] else 'NO'} |")
+    return 0 if all(r["bitwise_equal"] for r in recs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

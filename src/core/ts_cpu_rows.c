@@ -1,0 +1,85 @@
+/*
+ * ts_cpu_rows.c - a batch of rows on a row pool (ts_cpu_rows.h).
+ */
+#include "core/ts_cpu_rows.h"
+
+size_t
+ts_cpu_rows_width(const TsCpuRows *r)
+{
+	size_t		outputs = (size_t) r->model->num_outputs;
+	size_t		features = (size_t) r->model->num_features;
+
+	switch (r->kind)
+	{
+		case TS_ROWS_PREDICT:
+			return 2 * outputs;
+		case TS_ROWS_INTERACTIONS:
+			return outputs * (size_t) r->selection->count * features;
+		default:
+			return outputs * (features + 1);
+	}
+}
+
+size_t
+ts_cpu_rows_scratch_len(const TsCpuRows *r)
+{
+	switch (r->kind)
+	{
+		case TS_ROWS_PREDICT:
+			return 0;
+		case TS_ROWS_INTERACTIONS:
+			return ts_interactions_scratch_len(r->paths);
+		default:
+			return ts_cpu_scratch_len(r->paths);
+	}
+}
+
+/* Row pool task: rows [first, first + count) of the run on one thread. */
+static void
+rows_task(void *arg, int thread, int64_t first, int64_t count)
+{
+	const TsCpuRows *r = arg;
+	size_t		nf = (size_t) r->model->num_features;
+	size_t		width = ts_cpu_rows_width(r);
+	double	   *scratch = r->scratch + (size_t) thread * r->scratch_len;
+
+	for (int64_t i = first; i < first + count; i++)
+	{
+		const float *x = r->x + (size_t) i * nf;
+		double	   *out = r->out + (size_t) i * width;
+
+		switch (r->kind)
+		{
+			case TS_ROWS_PREDICT:
+				ts_model_predict_margin(r->model, x, out);
+				ts_model_link(r->model, out, out + r->model->num_outputs);
+				break;
+			case TS_ROWS_INTERACTIONS:
+				ts_interactions_row(r->paths, x, r->method, r->selection, out, scratch);
+				break;
+			default:
+				ts_cpu_shap_row(r->paths, r->algorithm, x, out, scratch);
+		}
+	}
+}
+
+/*
+ * Chunks of rows a thread takes at a time: about eight per thread, so that
+ * uneven rows even out, and whole when one row is all there is.
+ */
+static int64_t
+chunk_rows(int64_t nrows, int threads)
+{
+	int64_t		chunk = nrows / ((int64_t) threads * 8);
+
+	return chunk > 0 ? chunk : 1;
+}
+
+bool
+ts_cpu_rows_run(TsCpuRows *r, TsRowPool *pool, int64_t nrows, TsStopRequested stop_requested)
+{
+	if (ts_row_pool_threads(pool) > r->threads)
+		pool = NULL;
+	return ts_row_pool_run(pool, nrows, chunk_rows(nrows, ts_row_pool_threads(pool)), rows_task, r,
+						   stop_requested);
+}
