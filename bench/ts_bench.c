@@ -76,7 +76,7 @@ static int
 report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, int32_t check_rows,
 			  TsGpuAlgorithm algorithm, TsGpuPrecision precision, const char *name)
 {
-	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0, algorithm};
+	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0, algorithm, 0};
 	const TsPathTable *pt = plan->paths;
 	size_t		count = (size_t) nrows * pt->num_outputs * (pt->num_features + 1);
 	double	   *first = malloc(sizeof(double) * count);
@@ -117,8 +117,8 @@ report_interactions(const TsGpuPlan *plan, const float *x, int32_t nrows, int32_
 {
 	const TsPathTable *pt = plan->paths;
 	TsFeatureSelection *sel = ts_selection_make(pt->num_features, NULL, 0);
-	TsGpuJob	job = {TS_GPU_JOB_SHAPLEY_INTERACTIONS, sel->slot, sel->count, TS_GPU_ALG_TREESHAP};
-	TsGpuJob	importance = {TS_GPU_JOB_IMPORTANCE, NULL, 0, TS_GPU_ALG_QUADRATURE};
+	TsGpuJob	job = {TS_GPU_JOB_SHAPLEY_INTERACTIONS, sel->slot, sel->count, TS_GPU_ALG_TREESHAP, 0};
+	TsGpuJob	importance = {TS_GPU_JOB_IMPORTANCE, NULL, 0, TS_GPU_ALG_QUADRATURE, 0};
 	size_t		width = (size_t) pt->num_outputs * sel->count * pt->num_features;
 	int32_t		check = nrows < 2 ? nrows : 2;
 	double	   *gpu = malloc(sizeof(double) * width * nrows);

@@ -89,7 +89,8 @@ typedef enum TsGpuJobKind
 	TS_GPU_JOB_SHAP = 0,		/* per row: outputs x (features + 1), bias last */
 	TS_GPU_JOB_SHAPLEY_INTERACTIONS = 1,	/* per row: outputs x selected x features, raw terms */
 	TS_GPU_JOB_TAYLOR_INTERACTIONS = 2, /* (src/core/ts_interactions.h says what "raw" means) */
-	TS_GPU_JOB_IMPORTANCE = 3	/* per batch: outputs x features sums of |phi|, then of phi */
+	TS_GPU_JOB_IMPORTANCE = 3,	/* per batch: outputs x features sums of |phi|, then of phi */
+	TS_GPU_JOB_TOP_FEATURES = 4 /* per row: outputs x (2 + 2 top_k), src/core/ts_topk.h's records */
 } TsGpuJobKind;
 
 /*
@@ -108,7 +109,8 @@ typedef struct TsGpuJob
 	TsGpuJobKind kind;
 	const int32_t *feature_slot;	/* interactions: per feature, its selected row or -1 */
 	int32_t		selected;		/* interactions: number of selected features */
-	TsGpuAlgorithm algorithm;	/* SHAP and importance */
+	TsGpuAlgorithm algorithm;	/* SHAP, importance and top features */
+	int32_t		top_k;			/* top features: 1 to num_features */
 } TsGpuJob;
 
 /* Doubles a job's result holds for a batch of nrows rows. */

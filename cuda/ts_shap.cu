@@ -253,6 +253,57 @@ importance_kernel(const unsigned long long *__restrict__ acc, AccLayout layout, 
 	}
 }
 
+/*
+ * Per (row, output), src/core/ts_topk.c's record: the margin (bias plus
+ * every contribution, added in feature order), the bias, then the top_k
+ * contributions of largest magnitude and their features, ties to the earlier
+ * feature. One thread per record runs the host's selection step by step,
+ * with rounded operations that the compiler may not fuse, so records equal
+ * the host's bit for bit.
+ */
+__global__ void
+top_features_kernel(const unsigned long long *__restrict__ acc, AccLayout layout,
+					const double *__restrict__ bias, int32_t nrows, int32_t num_features,
+					int32_t num_outputs, int32_t top_k, double inv_scale, double *__restrict__ out)
+{
+	size_t		width = 2 + 2 * (size_t) top_k;
+	size_t		total = (size_t) nrows * num_outputs;
+
+	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < total;
+		 i += (size_t) gridDim.x * blockDim.x)
+	{
+		size_t		row = i / num_outputs;
+		size_t		group = i % num_outputs;
+		double	   *value = out + i * width + 2;
+		double	   *index = value + top_k;
+		double		margin = bias[group];
+		int32_t		kept = 0;
+
+		for (int32_t j = 0; j < num_features; j++)
+		{
+			double		phi = __dmul_rn((double) (long long) acc[row * layout.row_stride +
+																 (group * num_features + j) * layout.column_stride],
+										inv_scale);
+			double		v = fabs(phi);
+			int32_t		at;
+
+			margin = __dadd_rn(margin, phi);
+			if (kept == top_k && !(v > fabs(value[top_k - 1])))
+				continue;
+			at = kept < top_k ? kept++ : top_k - 1;
+			for (; at > 0 && v > fabs(value[at - 1]); at--)
+			{
+				value[at] = value[at - 1];
+				index[at] = index[at - 1];
+			}
+			value[at] = phi;
+			index[at] = (double) j;
+		}
+		value[-2] = margin;
+		value[-1] = bias[group];
+	}
+}
+
 template <typename Real, bool kStageX, Mode kMode>
 void
 launch_shap(const TsGpuTable *t, const LaunchPlan &p, const float *x, int32_t nrows,
@@ -370,6 +421,9 @@ enqueue_explain(const TsGpuTable *t, const float *x, float *x_t, int32_t nrows,
 	else if (job.kind == TS_GPU_JOB_IMPORTANCE)
 		importance_kernel<<<(unsigned) acc_per_row(t, job), kBlockThreads, 0, stream>>>(
 			acc, layout, nrows, acc_per_row(t, job), 1.0 / t->scale, out);
+	else if (job.kind == TS_GPU_JOB_TOP_FEATURES)
+		top_features_kernel<<<stride_blocks((size_t) nrows * t->num_outputs), 256, 0, stream>>>(
+			acc, layout, t->bias, nrows, t->num_features, t->num_outputs, job.top_k, 1.0 / t->scale, out);
 	else
 	{
 		size_t		phi_count = (size_t) nrows * t->num_outputs * (t->num_features + 1);
@@ -481,13 +535,19 @@ slot_free(TsGpuSlot *s)
 bool
 job_or_default(const TsGpuJob *in, const TsGpuTable *t, TsGpuJob *job, char *msg, size_t msglen)
 {
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, nullptr, 0, TS_GPU_ALG_TREESHAP};
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, nullptr, 0, TS_GPU_ALG_TREESHAP, 0};
 
 	*job = in != nullptr ? *in : shap;
 	if (is_interaction(*job) &&
 		(job->feature_slot == nullptr || job->selected < 0 || job->selected > t->num_features))
 	{
 		snprintf(msg, msglen, "interaction job without a valid feature selection");
+		return false;
+	}
+	if (job->kind == TS_GPU_JOB_TOP_FEATURES && (job->top_k < 1 || job->top_k > t->num_features))
+	{
+		snprintf(msg, msglen, "top features job of %d features on a model of %d", job->top_k,
+				 t->num_features);
 		return false;
 	}
 	return true;

@@ -179,6 +179,21 @@ RETURNS TABLE (row_key anyelement, output integer, base_value double precision,
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap_wide'
 LANGUAGE C VOLATILE;
 
+CREATE FUNCTION treeshap.explain_top_features(model text, query text, k integer DEFAULT 5)
+RETURNS TABLE (row_key bigint, output integer, prediction double precision,
+               base_value double precision, rank integer, feature text,
+               shap_value double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_top_features(model text, query text, key_type anyelement,
+                                              k integer DEFAULT 5)
+RETURNS TABLE (row_key anyelement, output integer, prediction double precision,
+               base_value double precision, rank integer, feature text,
+               shap_value double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features'
+LANGUAGE C VOLATILE;
+
 CREATE FUNCTION treeshap.predict(model text, query text)
 RETURNS TABLE (row_key bigint, output integer, margin double precision,
                prediction double precision)

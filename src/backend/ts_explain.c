@@ -26,12 +26,14 @@
 #include "backend/ts_settings.h"
 #include "backend/ts_threads.h"
 #include "core/ts_shap_cpu.h"
+#include "core/ts_topk.h"
 
 PG_FUNCTION_INFO_V1(treeshap_explain_shap);
 PG_FUNCTION_INFO_V1(treeshap_explain_shap_wide);
 PG_FUNCTION_INFO_V1(treeshap_explain_interactions);
 PG_FUNCTION_INFO_V1(treeshap_feature_importance);
 PG_FUNCTION_INFO_V1(treeshap_predict);
+PG_FUNCTION_INFO_V1(treeshap_explain_top_features);
 PG_FUNCTION_INFO_V1(treeshap_shap_values);
 
 typedef enum TsResultKind
@@ -40,7 +42,8 @@ typedef enum TsResultKind
 	TS_RESULT_WIDE,				/* (key, output, base_value, shap_values[]) */
 	TS_RESULT_PREDICT,			/* (key, output, margin, prediction) */
 	TS_RESULT_INTERACTIONS,		/* (key, output, feature_a, feature_b, interaction) */
-	TS_RESULT_IMPORTANCE		/* (output, feature, mean_abs_shap, mean_shap, rows), at the end */
+	TS_RESULT_IMPORTANCE,		/* (output, feature, mean_abs_shap, mean_shap, rows), at the end */
+	TS_RESULT_TOP				/* (key, output, prediction, base_value, rank, feature, shap_value) */
 } TsResultKind;
 
 /*
@@ -62,6 +65,8 @@ typedef struct TsEmitter
 	TsShapAlgorithm algorithm;	/* CPU SHAP algorithm (treeshap.algorithm) */
 	TsRunSpec	spec;			/* what the GPU computes, and the interaction options */
 	double	   *sums;			/* importance: sums of |phi| and of phi per (output, feature) */
+	int32		top_k;			/* top features: k, at most the model's features */
+	double	   *margins;		/* top features: a row's margins, then its predictions */
 	int64		rows;			/* importance: rows seen */
 } TsEmitter;
 
@@ -77,12 +82,13 @@ get_model_and_query(FunctionCallInfo fcinfo, char **model, char **query)
 	*query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 }
 
-/* Options of explain_interactions, read before the model is. */
-typedef struct TsInteractionArgs
+/* Options of explain_interactions and explain_top_features, read before the model is. */
+typedef struct TsCallOptions
 {
-	ArrayType  *features;		/* NULL: all */
+	ArrayType  *features;		/* interactions: NULL for all */
 	TsInteractionMethod method;
-} TsInteractionArgs;
+	int32		top_k;			/* top features: k as asked */
+} TsCallOptions;
 
 /* Model feature index of a name (the model's own or f<index>), or -1. */
 static int32
@@ -146,15 +152,16 @@ resolve_selection(const TsModel *m, ArrayType *features)
 /* Prepare per-call buffers for the chosen result kind and what the GPU is to compute. */
 static void
 emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedModel *cached,
-			 const TsInteractionArgs *args)
+			 const TsCallOptions *args)
 {
 	const TsModel *m = cached->model;
 	size_t		columns = (size_t) m->num_outputs * m->num_features;
 
 	em->spec.kind = kind == TS_RESULT_INTERACTIONS ? TS_RUN_INTERACTIONS
-		: kind == TS_RESULT_IMPORTANCE ? TS_RUN_IMPORTANCE : TS_RUN_SHAP;
+		: kind == TS_RESULT_IMPORTANCE ? TS_RUN_IMPORTANCE
+		: kind == TS_RESULT_TOP ? TS_RUN_TOP_FEATURES : TS_RUN_SHAP;
 	em->spec.method = args != NULL ? args->method : TS_INTERACTION_SHAPLEY;
-	em->spec.selection = args != NULL ? resolve_selection(m, args->features) : NULL;
+	em->spec.selection = kind == TS_RESULT_INTERACTIONS ? resolve_selection(m, args->features) : NULL;
 	em->kind = kind;
 	em->store = rsinfo->setResult;
 	em->desc = rsinfo->setDesc;
@@ -165,7 +172,13 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->rows = 0;
 	if (kind == TS_RESULT_IMPORTANCE)
 		em->sums = palloc0(sizeof(double) * 2 * Max(columns, 1));
-	if (kind == TS_RESULT_LONG || kind == TS_RESULT_INTERACTIONS || kind == TS_RESULT_IMPORTANCE)
+	if (kind == TS_RESULT_TOP)
+	{
+		em->top_k = ts_topk_count(args->top_k, m->num_features);
+		em->spec.top_k = em->top_k;
+		em->margins = palloc(sizeof(double) * 2 * m->num_outputs);
+	}
+	if (kind != TS_RESULT_WIDE && kind != TS_RESULT_PREDICT)
 	{
 		em->feature_text = palloc(sizeof(Datum) * m->num_features);
 		for (int32 j = 0; j < m->num_features; j++)
@@ -279,6 +292,41 @@ emit_interactions(TsEmitter *em, Datum key, bool key_null, const double *out)
 				values[4] = Float8GetDatum(r[b]);
 				tuplestore_putvalues(em->store, em->desc, values, nulls);
 			}
+		}
+	}
+}
+
+/*
+ * Emit one input row's top features (outputs x ts_topk_width records): per
+ * output, k rows by rank, each with the row's prediction for that output
+ * (the link of its margin, across outputs for softmax).
+ */
+static void
+emit_top_features(TsEmitter *em, Datum key, bool key_null, const double *top)
+{
+	const TsModel *m = em->model;
+	size_t		width = ts_topk_width(em->top_k);
+	double	   *prediction = em->margins + m->num_outputs;
+	Datum		values[7];
+	bool		nulls[7] = {key_null, false, false, false, false, false, false};
+
+	for (int32 k = 0; k < m->num_outputs; k++)
+		em->margins[k] = top[k * width];
+	ts_model_link(m, em->margins, prediction);
+	values[0] = key;
+	for (int32 k = 0; k < m->num_outputs; k++)
+	{
+		const double *rec = top + k * width;
+
+		values[1] = Int32GetDatum(k);
+		values[2] = Float8GetDatum(prediction[k]);
+		values[3] = Float8GetDatum(rec[1]);
+		for (int32 r = 0; r < em->top_k; r++)
+		{
+			values[4] = Int32GetDatum(r + 1);
+			values[5] = em->feature_text[(int32) rec[2 + em->top_k + r]];
+			values[6] = Float8GetDatum(rec[2 + r]);
+			tuplestore_putvalues(em->store, em->desc, values, nulls);
 		}
 	}
 }
@@ -406,6 +454,9 @@ consume_batch(TsEmitter *em, const TsKeySlot *ks, int32 n, const double *result)
 		if (em->kind == TS_RESULT_INTERACTIONS)
 			emit_interactions(em, ks->keys[i], ks->key_null[i],
 							  result + i * columns * em->spec.selection->count);
+		else if (em->kind == TS_RESULT_TOP)
+			emit_top_features(em, ks->keys[i], ks->key_null[i],
+							  result + i * m->num_outputs * ts_topk_width(em->top_k));
 		else
 			emit_contribs(em, ks->keys[i], ks->key_null[i],
 						  result + i * (columns + m->num_outputs));
@@ -426,7 +477,9 @@ cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
 	int64		span;
 
 	r->kind = em->kind == TS_RESULT_PREDICT ? TS_ROWS_PREDICT
-		: em->kind == TS_RESULT_INTERACTIONS ? TS_ROWS_INTERACTIONS : TS_ROWS_SHAP;
+		: em->kind == TS_RESULT_INTERACTIONS ? TS_ROWS_INTERACTIONS
+		: em->kind == TS_RESULT_TOP ? TS_ROWS_TOP_FEATURES : TS_ROWS_SHAP;
+	r->top_k = em->top_k;
 	r->model = em->model;
 	r->paths = em->paths;
 	r->algorithm = em->algorithm;
@@ -459,6 +512,12 @@ consume_cpu_rows(TsEmitter *em, const TsBatchReader *reader, uint64 first, int64
 	{
 		for (int64 i = 0; i < count; i++)
 			emit_prediction(em, ks.keys[i], ks.key_null[i], out + i * 2 * (Size) m->num_outputs);
+	}
+	else if (em->kind == TS_RESULT_TOP)
+	{
+		for (int64 i = 0; i < count; i++)
+			emit_top_features(em, ks.keys[i], ks.key_null[i],
+							  out + i * m->num_outputs * ts_topk_width(em->top_k));
 	}
 	else
 		consume_batch(em, &ks, (int32) count, out);
@@ -584,7 +643,7 @@ end_call(TsGpuRun *run, TsCachedModel *cached)
  * computes SHAP values only), and interactions of no feature (no work at all).
  */
 static bool
-cpu_only(TsResultKind kind, const TsInteractionArgs *args)
+cpu_only(TsResultKind kind, const TsCallOptions *args)
 {
 	return kind == TS_RESULT_PREDICT ||
 		(args != NULL && args->features != NULL &&
@@ -593,7 +652,7 @@ cpu_only(TsResultKind kind, const TsInteractionArgs *args)
 
 /* Common body of the set-returning functions; args only for interactions. */
 static Datum
-explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsInteractionArgs *args)
+explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *args)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *model_name;
@@ -653,6 +712,24 @@ treeshap_predict(PG_FUNCTION_ARGS)
 	return explain_common(fcinfo, TS_RESULT_PREDICT, NULL);
 }
 
+/*
+ * treeshap.explain_top_features(model, query [, key_type], k): per (row,
+ * output), the k features of largest |SHAP value|, ties to the earlier feature.
+ */
+Datum
+treeshap_explain_top_features(PG_FUNCTION_ARGS)
+{
+	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0};
+	int			k_arg = PG_NARGS() - 1;
+
+	if (PG_ARGISNULL(k_arg) || PG_GETARG_INT32(k_arg) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be a positive number of features")));
+	args.top_k = PG_GETARG_INT32(k_arg);
+	return explain_common(fcinfo, TS_RESULT_TOP, &args);
+}
+
 /* The method argument: 'shapley' (XGBoost's pred_interactions) or 'taylor'. */
 static TsInteractionMethod
 interaction_method(text *arg)
@@ -678,7 +755,7 @@ Datum
 treeshap_explain_interactions(PG_FUNCTION_ARGS)
 {
 	int			first = PG_NARGS() - 2;	/* features, then method; key_type before them */
-	TsInteractionArgs args;
+	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0};
 
 	args.features = PG_ARGISNULL(first) ? NULL : PG_GETARG_ARRAYTYPE_P(first);
 	if (PG_ARGISNULL(first + 1))

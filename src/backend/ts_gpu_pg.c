@@ -18,6 +18,7 @@
 #include "backend/ts_settings.h"
 #include "core/ts_pack.h"
 #include "core/ts_shap_cpu.h"
+#include "core/ts_topk.h"
 #include "cuda/ts_cuda.h"
 #include "service/ts_executor.h"
 #include "service/ts_request.h"
@@ -39,6 +40,8 @@ struct TsGpuRun
 	TsRunSpec	spec;
 	bool		host_importance;	/* importance summed here: long paths need whole rows */
 	double	   *sums;			/* host_importance: the batch's sums */
+	bool		host_top;		/* top features selected here, for the same reason */
+	double	   *top;			/* host_top: the batch's records */
 	double	   *scratch;		/* for long paths on the CPU */
 	TsShapAlgorithm algorithm;	/* their CPU algorithm */
 	uint64		pending;		/* the request in flight, 0 when none */
@@ -194,10 +197,10 @@ end_run(void *arg)
 
 /* The device job of a run over a model of num_paths paths. */
 static TsGpuJob
-job_for(const TsRunSpec *spec, bool host_importance, int64 num_paths)
+job_for(const TsRunSpec *spec, bool host_reduces, int64 num_paths)
 {
 	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0,
-	ts_gpu_quadrature(num_paths) ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP};
+	ts_gpu_quadrature(num_paths) ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP, 0};
 
 	if (spec->kind == TS_RUN_INTERACTIONS)
 	{
@@ -206,8 +209,13 @@ job_for(const TsRunSpec *spec, bool host_importance, int64 num_paths)
 		job.feature_slot = spec->selection->slot;
 		job.selected = spec->selection->count;
 	}
-	else if (spec->kind == TS_RUN_IMPORTANCE && !host_importance)
+	else if (spec->kind == TS_RUN_IMPORTANCE && !host_reduces)
 		job.kind = TS_GPU_JOB_IMPORTANCE;
+	else if (spec->kind == TS_RUN_TOP_FEATURES && !host_reduces)
+	{
+		job.kind = TS_GPU_JOB_TOP_FEATURES;
+		job.top_k = spec->top_k;
+	}
 	return job;
 }
 
@@ -255,6 +263,7 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 	h->algorithm = job->algorithm;
 	h->precision = ts_gpu_precision == TS_GPU_PRECISION_SINGLE ? TS_GPU_FLOAT32 : TS_GPU_FLOAT64;
 	h->selected = job->selected;
+	h->top_k = job->top_k;
 	h->num_features = pt->num_features;
 	h->num_outputs = pt->num_outputs;
 	h->max_rows = max_rows;
@@ -289,7 +298,7 @@ long_paths_of(TsCachedModel *entry)
 TsGpuRun *
 ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 {
-	static const TsRunSpec shap = {TS_RUN_SHAP, TS_INTERACTION_SHAPLEY, NULL};
+	static const TsRunSpec shap = {TS_RUN_SHAP, TS_INTERACTION_SHAPLEY, NULL, 0};
 	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap gpu run",
 											  ALLOCSET_SMALL_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(ctx);
@@ -304,13 +313,17 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	num_long = long_paths_of(entry);	/* every kind of run adds them on the CPU */
 	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && num_long > 0;
 	run->sums = palloc0(sizeof(double) * 2 * pt->num_outputs * pt->num_features);
+	run->host_top = run->spec.kind == TS_RUN_TOP_FEATURES && num_long > 0;
+	if (run->host_top)
+		run->top = palloc_extended(sizeof(double) * max_rows * pt->num_outputs *
+								   ts_topk_width(run->spec.top_k), MCXT_ALLOC_HUGE);
 	run->scratch = palloc(sizeof(double) * Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)));
 	run->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
 	run->callback.func = end_run;
 	run->callback.arg = run;
 	MemoryContextRegisterResetCallback(ctx, &run->callback);
 	MemoryContextSwitchTo(old);
-	job = job_for(&run->spec, run->host_importance, entry->num_paths);
+	job = job_for(&run->spec, run->host_importance || run->host_top, entry->num_paths);
 	create_segment(run, &job, max_rows);
 	return run;
 }
@@ -361,6 +374,16 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 			memset(run->sums, 0, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 			ts_importance_add_rows(result, nrows, pt->num_outputs, pt->num_features, run->sums);
 			return run->sums;
+		case TS_RUN_TOP_FEATURES:
+			if (!run->host_top)
+				return result;
+			ts_cpu_shap_add_paths_rows(pt, run->algorithm, long_paths, num_long, x, nrows,
+									   result, run->scratch);
+			for (int32 r = 0; r < nrows; r++)
+				ts_topk_row(result + (size_t) r * pt->num_outputs * (pt->num_features + 1),
+							pt->num_outputs, pt->num_features, run->spec.top_k,
+							run->top + (size_t) r * pt->num_outputs * ts_topk_width(run->spec.top_k));
+			return run->top;
 	}
 	pg_unreachable();
 }

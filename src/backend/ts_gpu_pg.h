@@ -17,7 +17,8 @@ typedef enum TsRunKind
 {
 	TS_RUN_SHAP,				/* per row: outputs x (features + 1), bias last */
 	TS_RUN_INTERACTIONS,		/* per row: outputs x selected x features */
-	TS_RUN_IMPORTANCE			/* per batch: outputs x features sums of |phi|, then of phi */
+	TS_RUN_IMPORTANCE,			/* per batch: outputs x features sums of |phi|, then of phi */
+	TS_RUN_TOP_FEATURES			/* per row: outputs x ts_topk_width(top_k) (core/ts_topk.h) */
 } TsRunKind;
 
 typedef struct TsRunSpec
@@ -25,6 +26,7 @@ typedef struct TsRunSpec
 	TsRunKind	kind;
 	TsInteractionMethod method; /* interactions only */
 	const TsFeatureSelection *selection;	/* interactions only; must outlive the run */
+	int32		top_k;			/* top features: 1 to the model's features */
 } TsRunSpec;
 
 /*

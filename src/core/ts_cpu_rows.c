@@ -15,6 +15,8 @@ ts_cpu_rows_width(const TsCpuRows *r)
 			return 2 * outputs;
 		case TS_ROWS_INTERACTIONS:
 			return outputs * (size_t) r->selection->count * features;
+		case TS_ROWS_TOP_FEATURES:
+			return outputs * ts_topk_width(r->top_k);
 		default:
 			return outputs * (features + 1);
 	}
@@ -29,9 +31,25 @@ ts_cpu_rows_scratch_len(const TsCpuRows *r)
 			return 0;
 		case TS_ROWS_INTERACTIONS:
 			return ts_interactions_scratch_len(r->paths);
+		case TS_ROWS_TOP_FEATURES:
+			/* the row's contributions, then the SHAP algorithm's own */
+			return (size_t) r->model->num_outputs * (r->model->num_features + 1) +
+				ts_cpu_scratch_len(r->paths);
 		default:
 			return ts_cpu_scratch_len(r->paths);
 	}
+}
+
+/* One row's top features: its contributions into scratch, then the selection. */
+static void
+top_features_row(const TsCpuRows *r, const float *x, double *out, double *scratch)
+{
+	int32_t		outputs = r->model->num_outputs;
+	int32_t		features = r->model->num_features;
+	double	   *phi = scratch;
+
+	ts_cpu_shap_row(r->paths, r->algorithm, x, phi, scratch + (size_t) outputs * (features + 1));
+	ts_topk_row(phi, outputs, features, r->top_k, out);
 }
 
 /* Row pool task: rows [first, first + count) of the run on one thread. */
@@ -56,6 +74,9 @@ rows_task(void *arg, int thread, int64_t first, int64_t count)
 				break;
 			case TS_ROWS_INTERACTIONS:
 				ts_interactions_row(r->paths, x, r->method, r->selection, out, scratch);
+				break;
+			case TS_ROWS_TOP_FEATURES:
+				top_features_row(r, x, out, scratch);
 				break;
 			default:
 				ts_cpu_shap_row(r->paths, r->algorithm, x, out, scratch);

@@ -11,13 +11,15 @@
 #include "core/ts_interactions.h"
 #include "core/ts_row_pool.h"
 #include "core/ts_shap_cpu.h"
+#include "core/ts_topk.h"
 #include "model/ts_model.h"
 
 typedef enum TsRowsKind
 {
 	TS_ROWS_SHAP,				/* outputs x (features + 1): pred_contribs */
 	TS_ROWS_PREDICT,			/* outputs margins, then outputs predictions */
-	TS_ROWS_INTERACTIONS		/* outputs x selected x features */
+	TS_ROWS_INTERACTIONS,		/* outputs x selected x features */
+	TS_ROWS_TOP_FEATURES		/* outputs x ts_topk_width(top_k): core/ts_topk.h */
 } TsRowsKind;
 
 /* What to compute over a batch, and where. */
@@ -29,6 +31,7 @@ typedef struct TsCpuRows
 	TsShapAlgorithm algorithm;
 	TsInteractionMethod method;
 	const TsFeatureSelection *selection;	/* interactions only */
+	int32_t		top_k;			/* top features: k, at most the model's features */
 	int			threads;		/* threads the scratch is for, the caller's included */
 	double	   *scratch;		/* per thread: scratch_len doubles each */
 	size_t		scratch_len;

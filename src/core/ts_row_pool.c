@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/ts_core.h"
 #include "core/ts_row_pool.h"
@@ -115,13 +116,33 @@ helper_main(void *arg)
 	return NULL;
 }
 
-/* Wait until every helper has left the current run (or come up, after creation). */
+/* How often a caller waiting for its helpers polls for cancellation. */
+#define TS_ROW_POOL_POLL_NS (5 * 1000 * 1000)
+
+/*
+ * Wait until every helper has left the current run (or come up, after
+ * creation). A caller whose own chunks are done keeps polling stop_requested
+ * meanwhile: the helpers may be rows of seconds away from their next chunk.
+ */
 static void
-wait_for_helpers(TsRowPool *pool)
+wait_for_helpers(TsRowPool *pool, TsStopRequested stop_requested)
 {
 	pthread_mutex_lock(&pool->lock);
 	while (pool->helpers_busy > 0)
-		pthread_cond_wait(&pool->finish, &pool->lock);
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += TS_ROW_POOL_POLL_NS;
+		if (until.tv_nsec >= 1000000000L)
+		{
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&pool->finish, &pool->lock, &until);
+		if (stop_requested != NULL && stop_requested())
+			atomic_store(&pool->stop, true);
+	}
 	pthread_mutex_unlock(&pool->lock);
 }
 
@@ -146,6 +167,7 @@ TsRowPool *
 ts_row_pool_create(int threads)
 {
 	TsRowPool  *pool;
+	pthread_condattr_t monotonic;
 
 	if (threads < 2)
 		return NULL;
@@ -160,13 +182,16 @@ ts_row_pool_create(int threads)
 	pool->threads = threads;
 	pthread_mutex_init(&pool->lock, NULL);
 	pthread_cond_init(&pool->start, NULL);
-	pthread_cond_init(&pool->finish, NULL);
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&pool->finish, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	if (!start_helpers(pool))
 	{
 		ts_row_pool_destroy(pool);
 		return NULL;
 	}
-	wait_for_helpers(pool);
+	wait_for_helpers(pool, NULL);
 	return pool;
 }
 
@@ -200,7 +225,7 @@ ts_row_pool_run(TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task, v
 	}
 	take_chunks(run, 0, caller_check);
 	if (pool != NULL)
-		wait_for_helpers(pool);
+		wait_for_helpers(pool, stop_requested);
 	return !atomic_load(&run->stop);
 }
 

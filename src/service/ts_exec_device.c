@@ -12,6 +12,7 @@
 #include "core/ts_interactions.h"
 #include "core/ts_pack.h"
 #include "core/ts_shap_cpu.h"
+#include "core/ts_topk.h"
 #ifdef TS_WITH_CUDA
 #include "gpu/ts_gpu.h"
 #endif
@@ -227,14 +228,15 @@ size_t
 ts_dev_runner_bytes(const TsPathTable *pt, const TsGpuJob *job, int32_t max_rows)
 {
 	size_t		x = (size_t) max_rows * pt->num_features * sizeof(float);
-	size_t		row_result = ts_gpu_job_result_len(job, pt->num_outputs, pt->num_features, 1);
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, job->algorithm};
+	size_t		result = ts_gpu_job_result_len(job, pt->num_outputs, pt->num_features, max_rows);
+	size_t		acc = result;
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, job->algorithm, 0};
 
-	/* an importance launch accumulates every row's contributions before summing them */
-	if (job->kind == TS_GPU_JOB_IMPORTANCE)
-		row_result = ts_gpu_job_result_len(&shap, pt->num_outputs, pt->num_features, 1);
+	/* importance and top features accumulate every row's contributions first */
+	if (job->kind == TS_GPU_JOB_IMPORTANCE || job->kind == TS_GPU_JOB_TOP_FEATURES)
+		acc = ts_gpu_job_result_len(&shap, pt->num_outputs, pt->num_features, max_rows);
 	/* per slot: rows and their transpose, accumulators and results */
-	return 2 * (2 * x + 2 * (size_t) max_rows * row_result * sizeof(double));
+	return 2 * (2 * x + (acc + result) * sizeof(double));
 }
 
 /* The emulated runner's selection of an interaction job. */
@@ -258,7 +260,7 @@ static void
 emulated_runner(TsDevRunner *r)
 {
 	const TsPathTable *pt = r->table->layout->pt;
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, r->job.algorithm};
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, r->job.algorithm, 0};
 	size_t		scratch = ts_cpu_scratch_len(pt);
 
 	if (scratch < ts_interactions_scratch_len(pt))
@@ -274,7 +276,7 @@ emulated_runner(TsDevRunner *r)
 		r->slot[s].x = ts_alloc(sizeof(float) * (size_t) r->max_rows * pt->num_features);
 		r->slot[s].phi = ts_alloc(sizeof(double) *
 								  ts_gpu_job_result_len(&r->job, pt->num_outputs, pt->num_features, r->max_rows));
-		if (r->job.kind == TS_GPU_JOB_IMPORTANCE)
+		if (r->job.kind == TS_GPU_JOB_IMPORTANCE || r->job.kind == TS_GPU_JOB_TOP_FEATURES)
 			r->slot[s].rows = ts_alloc(sizeof(double) *
 									   ts_gpu_job_result_len(&shap, pt->num_outputs, pt->num_features, r->max_rows));
 	}
@@ -357,6 +359,13 @@ emulated_submit(TsDevRunner *r, int slot, int32_t nrows)
 			emulated_shap(r, s->x, nrows, s->rows);
 			memset(s->phi, 0, sizeof(double) * len);
 			ts_importance_add_rows(s->rows, nrows, pt->num_outputs, pt->num_features, s->phi);
+			break;
+		case TS_GPU_JOB_TOP_FEATURES:
+			emulated_shap(r, s->x, nrows, s->rows);
+			for (int32_t i = 0; i < nrows; i++)
+				ts_topk_row(s->rows + (size_t) i * pt->num_outputs * (pt->num_features + 1),
+							pt->num_outputs, pt->num_features, r->job.top_k,
+							s->phi + (size_t) i * pt->num_outputs * ts_topk_width(r->job.top_k));
 			break;
 		case TS_GPU_JOB_SHAPLEY_INTERACTIONS:
 		case TS_GPU_JOB_TAYLOR_INTERACTIONS:

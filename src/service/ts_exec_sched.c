@@ -112,7 +112,7 @@ mergeable(const Request *a, const Request *b)
 {
 	return a->m == b->m && a->job.kind == b->job.kind && a->job.kind != TS_GPU_JOB_IMPORTANCE &&
 		a->job.algorithm == b->job.algorithm && a->precision == b->precision &&
-		a->job.selected == b->job.selected &&
+		a->job.selected == b->job.selected && a->job.top_k == b->job.top_k &&
 		(a->job.feature_slot == NULL ||
 		 memcmp(a->job.feature_slot, b->job.feature_slot,
 				sizeof(int32_t) * (size_t) a->m->paths->num_features) == 0);
@@ -144,8 +144,10 @@ admit(Request *r)
 		return ts_exec_answer(h, TS_REQUEST_INVALID, "the request does not match its model");
 	r->job.kind = (TsGpuJobKind) h->job_kind;
 	r->job.algorithm = (TsGpuAlgorithm) h->algorithm;
-	r->job.selected = r->job.kind == TS_GPU_JOB_SHAP || r->job.kind == TS_GPU_JOB_IMPORTANCE ? 0 : h->selected;
+	r->job.selected = r->job.kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS ||
+		r->job.kind == TS_GPU_JOB_TAYLOR_INTERACTIONS ? h->selected : 0;
 	r->job.feature_slot = r->job.selected > 0 ? (const int32_t *) ((const char *) h + h->feature_slot_offset) : NULL;
+	r->job.top_k = r->job.kind == TS_GPU_JOB_TOP_FEATURES ? h->top_k : 0;
 	r->precision = h->precision;
 	r->nrows = h->nrows;
 	r->input = (const float *) ((const char *) h + h->input_offset[h->area]);

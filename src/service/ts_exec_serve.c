@@ -109,6 +109,7 @@ runner_fits(const TsPlacement *p, const TsGpuJob *job, int32_t precision, int32_
 {
 	return p->runner != NULL && p->job.kind == job->kind && p->job.algorithm == job->algorithm &&
 		p->precision == precision && p->max_rows >= rows && p->job.selected == job->selected &&
+		p->job.top_k == job->top_k &&
 		(job->feature_slot == NULL ||
 		 memcmp(p->feature_slot, job->feature_slot, (size_t) num_features * sizeof(int32_t)) == 0);
 }
@@ -304,16 +305,19 @@ ts_exec_valid_run(const TsSegment *seg, const TsResidentModel *m)
 {
 	const TsRequestHeader *h = seg->h;
 	const TsPathTable *pt = m->paths;
-	TsGpuJob	job = {(TsGpuJobKind) h->job_kind, NULL, h->selected, (TsGpuAlgorithm) h->algorithm};
+	TsGpuJob	job = {(TsGpuJobKind) h->job_kind, NULL, h->selected, (TsGpuAlgorithm) h->algorithm,
+	h->top_k};
 	bool		interactions = interaction_job(h);
 	size_t		input = (size_t) h->max_rows * pt->num_features * sizeof(float);
 
 	if (h->num_features != pt->num_features || h->num_outputs != pt->num_outputs ||
 		h->max_rows < 1 || h->nrows < 1 || h->nrows > h->max_rows ||
 		h->area < 0 || h->area >= TS_REQUEST_AREAS ||
-		h->job_kind < TS_GPU_JOB_SHAP || h->job_kind > TS_GPU_JOB_IMPORTANCE ||
+		h->job_kind < TS_GPU_JOB_SHAP || h->job_kind > TS_GPU_JOB_TOP_FEATURES ||
 		h->algorithm < TS_GPU_ALG_TREESHAP || h->algorithm > TS_GPU_ALG_QUADRATURE ||
 		h->precision < TS_GPU_FLOAT64 || h->precision > TS_GPU_FLOAT32)
+		return false;
+	if (h->job_kind == TS_GPU_JOB_TOP_FEATURES && (h->top_k < 1 || h->top_k > pt->num_features))
 		return false;
 	if (interactions && (h->selected < 1 || h->selected > pt->num_features ||
 						 !within(seg, h->feature_slot_offset, (size_t) pt->num_features * sizeof(int32_t))))

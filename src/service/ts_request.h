@@ -67,7 +67,7 @@ typedef struct TsRequestHeader
 	int32_t		max_rows;		/* an area's room */
 	int32_t		nrows;			/* this request's rows */
 	int32_t		area;			/* which area holds them */
-	int32_t		unused;
+	int32_t		top_k;			/* top features: features per record */
 	uint64_t	input_offset[TS_REQUEST_AREAS]; /* max_rows x num_features float32 */
 	uint64_t	output_offset[TS_REQUEST_AREAS];	/* output_len doubles */
 	uint64_t	output_len;
