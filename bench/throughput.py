@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Issue 18's output paths against the SHAP kernel, measured in one run on a
-GPU machine: per model, the quadrature kernel's rows/s (bench/build/ts_bench,
-rows already on the GPU), then through SQL from a heap table in one warm
-session: explain_shap_wide and explain_top_features (k = 10) on the GPU, and
-predict. Prints one JSON record per model, then the table of ratios to the
-kernel.
+"""Issue 18's output paths against the kernels, measured in one run on a
+GPU machine: per model, the quadrature SHAP kernel's and the prediction
+kernel's rows/s (bench/build/ts_bench, rows already on the GPU), then through
+SQL from a heap table in one warm session: a count(*) scan of the table,
+explain_shap_wide and explain_top_features (k = 10) on the GPU, and predict
+on the GPU and on every CPU core (their margins' sums must be equal). Prints
+one JSON record per model, then the table of ratios to the kernels.
 
     python3 bench/throughput.py WORK_DIR NAME[:ROWS] [NAME[:ROWS] ...]
 
@@ -27,13 +28,15 @@ REPS = 2
 TOP_K = 10
 
 
-def kernel_rate(work, name):
-    """The quadrature kernel (double) over the model's 10,000 rows, rows/s."""
+def kernel_rates(work, name):
+    """The quadrature kernel (double) over the model's 10,000 rows, and the
+    prediction kernel over 1,000,000 (those repeated), rows/s."""
     out = subprocess.run([os.path.join(HERE, "build", "ts_bench"), os.path.join(work, name + ".json"),
                           os.path.join(work, name + ".rows.f32"), "10000", "3", "10"],
                          env={**os.environ, "TS_BENCH_QUAD_ONLY": "1"}, capture_output=True, text=True,
                          check=True).stdout
-    return json.loads(out)["kernel_quad_double_rows_per_s"]
+    rec = json.loads(out)
+    return rec["kernel_quad_double_rows_per_s"], rec["predict_rows_per_s"]
 
 
 def best_rate(cur, sql, rows):
@@ -52,7 +55,7 @@ def measure(work, spec):
     rows = int(rows or 1000000)
     table = "t_" + re.sub(r"\W", "_", name)
     features, outputs = features_of(work, name)
-    kernel = kernel_rate(work, name)
+    kernel, predict_kernel = kernel_rates(work, name)
     conn = connect("gpu")
     load(conn, work, name, table, features, rows)
     src = f"'SELECT * FROM {table}'"
@@ -62,13 +65,21 @@ def measure(work, spec):
                                         f"FROM treeshap.explain_shap_wide('{name}', {src})", rows)
         top, top_res = best_rate(cur, f"SELECT count(*), sum(shap_value * rank) "
                                       f"FROM treeshap.explain_top_features('{name}', {src}, k => {TOP_K})", rows)
-        pred, pred_res = best_rate(cur, f"SELECT count(*), sum(margin) FROM treeshap.predict('{name}', {src})", rows)
+        scan, _ = best_rate(cur, f"SELECT count(*) FROM {table}", rows)
+        predict_sql = f"SELECT count(*), sum(margin) FROM treeshap.predict('{name}', {src})"
+        pred, pred_res = best_rate(cur, predict_sql, rows)
+        cur.execute("SET treeshap.device = cpu")
+        pred_cpu, pred_cpu_res = best_rate(cur, predict_sql, rows)
+        cur.execute("SET treeshap.device = gpu")
     conn.close()
     return {"kind": "throughput", "name": name, "rows": rows, "features": features, "outputs": outputs,
             "kernel_rows_per_s": kernel, "wide_rows_per_s": wide, "wide_over_kernel": wide / kernel,
             "top_k": TOP_K, "top_rows_per_s": top, "top_over_kernel": top / kernel,
-            "predict_rows_per_s": pred, "cores": os.cpu_count(),
-            "repeatable": all(len(r) == 1 for r in (wide_res, top_res, pred_res))}
+            "scan_rows_per_s": scan, "predict_kernel_rows_per_s": predict_kernel,
+            "predict_rows_per_s": pred, "predict_over_kernel": pred / predict_kernel,
+            "predict_cpu_rows_per_s": pred_cpu, "predict_gpu_over_cpu": pred / pred_cpu,
+            "predict_gpu_equals_cpu": pred_res == pred_cpu_res, "cores": os.cpu_count(),
+            "repeatable": all(len(r) == 1 for r in (wide_res, top_res, pred_res, pred_cpu_res))}
 
 
 def main():
@@ -78,14 +89,21 @@ def main():
         rec = measure(work, spec)
         print(json.dumps(rec), flush=True)
         recs.append(rec)
-    print(f"\nrows/s through SQL, one warm session, GPU service; predict on {os.cpu_count()} CPU threads")
-    print("| model | rows | kernel | explain_shap_wide | / kernel | top 10 features | / kernel | predict |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\nrows/s through SQL, one warm session, GPU service; SHAP kernel: quadrature, double")
+    print("| model | rows | SHAP kernel | explain_shap_wide | / kernel | top 10 features | / kernel |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for r in recs:
         print(f"| {r['name']} | {r['rows']} | {r['kernel_rows_per_s']:.0f} | {r['wide_rows_per_s']:.0f} "
-              f"| {r['wide_over_kernel']:.2f} | {r['top_rows_per_s']:.0f} | {r['top_over_kernel']:.2f} "
-              f"| {r['predict_rows_per_s']:.0f} |")
-    return 0 if all(r["repeatable"] for r in recs) else 1
+              f"| {r['wide_over_kernel']:.2f} | {r['top_rows_per_s']:.0f} | {r['top_over_kernel']:.2f} |")
+    print(f"\npredict: kernel over 1M rows on the GPU; through SQL on the GPU and on {os.cpu_count()} CPU threads")
+    print("| model | count(*) scan | predict kernel | predict, GPU | / kernel | predict, CPU | GPU / CPU | same margins |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for r in recs:
+        print(f"| {r['name']} | {r['scan_rows_per_s']:.0f} | {r['predict_kernel_rows_per_s']:.0f} "
+              f"| {r['predict_rows_per_s']:.0f} | {r['predict_over_kernel']:.3f} | {r['predict_cpu_rows_per_s']:.0f} "
+              f"| {r['predict_gpu_over_cpu']:.2f} | {'yes' if r['predict_gpu_equals_cpu'] else 'NO'} |")
+    ok = all(r["repeatable"] and r["predict_gpu_equals_cpu"] for r in recs)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@
  * over CHECK_ROWS rows, relative to max(1, |margin|); and whether two runs
  * gave bitwise-identical output. With INTERACTION_ROWS, also the Shapley
  * interaction kernel (double) over that many rows, checked against the CPU
- * on two rows, and the feature-importance job over NROWS rows.
+ * on two rows, and the feature-importance job over NROWS rows. Last, the
+ * prediction kernel over TS_BENCH_PREDICT_ROWS rows (default 1,000,000: the
+ * NROWS rows repeated), whose margins must equal the host's bit for bit.
  */
 #include "gpu/ts_gpu.h"
 #include "gpu/ts_gpu_quad.h"
@@ -159,6 +161,45 @@ report_interactions(const TsGpuPlan *plan, const float *x, int32_t nrows, int32_
 	return 0;
 }
 
+/*
+ * Time the prediction kernel over predict_rows rows (the nrows rows
+ * repeated) and count the margins of the first nrows that differ in any bit
+ * from the host's ts_model_predict_margin.
+ */
+static int
+report_predict(const TsGpuPlan *plan, const TsModel *m, const float *x, int32_t nrows,
+			   int32_t predict_rows, int reps)
+{
+	TsGpuJob	job = {TS_GPU_JOB_PREDICT, NULL, 0, TS_GPU_ALG_TREESHAP, 0};
+	size_t		nf = (size_t) m->num_features;
+	float	   *big = malloc(sizeof(float) * nf * predict_rows);
+	double	   *gpu = malloc(sizeof(double) * m->num_outputs * predict_rows);
+	double	   *host = malloc(sizeof(double) * m->num_outputs);
+	double		seconds = 0.0;
+	int64_t		differ = 0;
+	char		msg[256] = "";
+
+	for (int32_t r = 0; r < predict_rows; r++)
+		memcpy(big + r * nf, x + (size_t) (r % nrows) * nf, sizeof(float) * nf);
+	if (ts_gpu_time_kernel(plan->table, big, predict_rows, TS_GPU_FLOAT64, &job, reps, &seconds, gpu,
+						   msg, sizeof(msg)) != TS_GPU_OK)
+	{
+		fprintf(stderr, "ts_bench: %s\n", msg);
+		return 1;
+	}
+	for (int32_t r = 0; r < nrows && r < predict_rows; r++)
+	{
+		ts_model_predict_margin(m, x + (size_t) r * nf, host);
+		differ += memcmp(host, gpu + (size_t) r * m->num_outputs, sizeof(double) * m->num_outputs) != 0;
+	}
+	printf("\"predict_rows\": %d, \"predict_rows_per_s\": %.1f, \"predict_rows_differing\": %lld, ",
+		   predict_rows, predict_rows / seconds, (long long) differ);
+	free(big);
+	free(gpu);
+	free(host);
+	return differ == 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -216,7 +257,7 @@ main(int argc, char **argv)
 		ts_gpu_quad_slot_cap = atoi(getenv("TS_QUAD_SLOTS"));
 	if (getenv("TS_QUAD_CHUNK") != NULL)
 		ts_gpu_quad_chunk_elems = atoi(getenv("TS_QUAD_CHUNK"));
-	if (ts_gpu_plan_build(pt, TS_PACK_BEST_FIT_DECREASING, &plan, msg, sizeof(msg)) != TS_GPU_OK)
+	if (ts_gpu_plan_build(pt, m, TS_PACK_BEST_FIT_DECREASING, &plan, msg, sizeof(msg)) != TS_GPU_OK)
 	{
 		fprintf(stderr, "ts_bench: %s\n", msg);
 		return 1;
@@ -229,7 +270,10 @@ main(int argc, char **argv)
 		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_QUADRATURE, TS_GPU_FLOAT64, "quad_double") != 0 ||
 		report_kernel(plan, x, nrows, reps, check_rows, TS_GPU_ALG_QUADRATURE, TS_GPU_FLOAT32, "quad_single") != 0 ||
 		(interaction_rows > 0 &&
-		 report_interactions(plan, x, interaction_rows < nrows ? interaction_rows : nrows, nrows, reps) != 0))
+		 report_interactions(plan, x, interaction_rows < nrows ? interaction_rows : nrows, nrows, reps) != 0) ||
+		report_predict(plan, m, x, nrows,
+					   getenv("TS_BENCH_PREDICT_ROWS") ? atoi(getenv("TS_BENCH_PREDICT_ROWS")) : 1000000,
+					   reps) != 0)
 		return 1;
 	printf("\"ok\": true}\n");
 	ts_gpu_plan_release_device(plan);

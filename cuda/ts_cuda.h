@@ -90,7 +90,8 @@ typedef enum TsGpuJobKind
 	TS_GPU_JOB_SHAPLEY_INTERACTIONS = 1,	/* per row: outputs x selected x features, raw terms */
 	TS_GPU_JOB_TAYLOR_INTERACTIONS = 2, /* (src/core/ts_interactions.h says what "raw" means) */
 	TS_GPU_JOB_IMPORTANCE = 3,	/* per batch: outputs x features sums of |phi|, then of phi */
-	TS_GPU_JOB_TOP_FEATURES = 4 /* per row: outputs x (2 + 2 top_k), src/core/ts_topk.h's records */
+	TS_GPU_JOB_TOP_FEATURES = 4,	/* per row: outputs x (2 + 2 top_k), src/core/ts_topk.h's records */
+	TS_GPU_JOB_PREDICT = 5		/* per row: outputs margins (the trees walked, TsGpuForestDesc) */
 } TsGpuJobKind;
 
 /*
@@ -189,6 +190,45 @@ typedef struct TsGpuQuadDesc
 	double		unsat_weight[TS_GPU_QUAD_MAX_POINTS + 1][TS_GPU_QUAD_MAX_POINTS];
 } TsGpuQuadDesc;
 
+/*
+ * The trees themselves, for predictions: every tree's nodes back to back,
+ * children indexing the whole array. A present x goes left when x <
+ * threshold, or, at a categorical node, when its category is in the set at
+ * cat_pool + cat; a missing x (NaN) goes left when the node says so. A leaf
+ * (left -1) names its values: leaf_width doubles from values + right *
+ * leaf_width, added to outputs group .. group + leaf_width - 1 of its tree.
+ * A row's margin per output is its base margin plus its trees' leaf values
+ * in tree order: the host's summation, step for step.
+ */
+#define TS_GPU_NODE_FEATURE 0x00ffffff	/* feature bits of flags_feature */
+#define TS_GPU_NODE_DEFAULT_LEFT 0x01000000
+#define TS_GPU_NODE_CATEGORICAL 0x02000000
+
+typedef struct TsGpuNode
+{
+	union
+	{
+		float		threshold;
+		int32_t		cat;		/* categorical nodes: offset of the left set in cat_pool */
+	};
+	int32_t		flags_feature;	/* feature | TS_GPU_NODE_* */
+	int32_t		left;			/* -1 for a leaf */
+	int32_t		right;			/* a leaf: its ordinal among the leaves */
+} TsGpuNode;
+
+typedef struct TsGpuForestDesc
+{
+	const TsGpuNode *nodes;
+	int64_t		num_nodes;
+	const int32_t *roots;		/* per tree: its root node */
+	const int32_t *groups;		/* per tree: the first output it adds to */
+	int32_t		num_trees;
+	const double *values;		/* leaf_width per leaf, by leaf ordinal */
+	int64_t		num_leaves;
+	int32_t		leaf_width;
+	const double *base_margin;	/* per output */
+} TsGpuForestDesc;
+
 /* A packed path table as the host hands it over. */
 typedef struct TsGpuTableDesc
 {
@@ -209,6 +249,7 @@ typedef struct TsGpuTableDesc
 	const double *values;
 	int64_t		num_values;
 	int32_t		value_width;
+	const TsGpuForestDesc *forest;	/* the trees, for predictions; NULL: no predict jobs */
 } TsGpuTableDesc;
 
 typedef struct TsGpuTable TsGpuTable;	/* device copy of a packed table */

@@ -14,6 +14,8 @@ ts_gpu_job_result_len(const TsGpuJob *job, int32_t num_outputs, int32_t num_feat
 		return rows * num_outputs * ((size_t) num_features + 1);
 	if (job->kind == TS_GPU_JOB_IMPORTANCE)
 		return 2 * (size_t) num_outputs * num_features;
+	if (job->kind == TS_GPU_JOB_PREDICT)
+		return rows * num_outputs;
 	if (job->kind == TS_GPU_JOB_TOP_FEATURES)
 		return rows * num_outputs * (2 + 2 * (size_t) job->top_k);
 	return rows * num_outputs * (size_t) job->selected * num_features;

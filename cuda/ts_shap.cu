@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "ts_cuda_status.h"
+#include "ts_predict.cuh"
 #include "ts_quad.cuh"
 #include "ts_warp_dp.cuh"
 
@@ -26,6 +27,7 @@ struct TsGpuTable
 	double	   *bias;
 	uint32_t   *cat_pool;		/* nullptr when the model has no categorical splits */
 	TsQuadTable *quad;			/* nullptr without a quadrature layout */
+	TsGpuForest *forest;		/* the trees, for predictions; nullptr without them */
 	double	   *values;			/* vector leaves: every path's values; else nullptr */
 	int32_t		value_width;
 	int64_t		num_bins;
@@ -349,13 +351,16 @@ is_interaction(const TsGpuJob &job)
 bool
 uses_quadrature(const TsGpuTable *t, const TsGpuJob &job)
 {
-	return job.algorithm == TS_GPU_ALG_QUADRATURE && t->quad != nullptr && !is_interaction(job);
+	return job.algorithm == TS_GPU_ALG_QUADRATURE && t->quad != nullptr && !is_interaction(job) &&
+		job.kind != TS_GPU_JOB_PREDICT;
 }
 
-/* int64 accumulators a job needs per row. */
+/* int64 accumulators a job needs per row (predictions sum in doubles: none). */
 size_t
 acc_per_row(const TsGpuTable *t, const TsGpuJob &job)
 {
+	if (job.kind == TS_GPU_JOB_PREDICT)
+		return 0;
 	size_t		per_output = (size_t) t->num_features * (is_interaction(job) ? job.selected : 1);
 
 	return per_output * t->num_outputs;
@@ -408,6 +413,8 @@ enqueue_explain(const TsGpuTable *t, const float *x, float *x_t, int32_t nrows,
 
 	if (nrows <= 0)
 		return cudaSuccess;
+	if (job.kind == TS_GPU_JOB_PREDICT)
+		return ts_forest_enqueue(t->forest, t->cat_pool, x, nrows, t->num_features, out, stream);
 	rc = cudaMemsetAsync(acc, 0, acc_count * sizeof(*acc), stream);
 	if (rc != cudaSuccess)
 		return rc;
@@ -550,6 +557,11 @@ job_or_default(const TsGpuJob *in, const TsGpuTable *t, TsGpuJob *job, char *msg
 				 t->num_features);
 		return false;
 	}
+	if (job->kind == TS_GPU_JOB_PREDICT && t->forest == nullptr)
+	{
+		snprintf(msg, msglen, "predict job on a table uploaded without its trees");
+		return false;
+	}
 	return true;
 }
 
@@ -598,7 +610,9 @@ ts_gpu_table_upload(const TsGpuTableDesc *desc, TsGpuTable **out, char *msg, siz
 			(rc = upload_cat_pool(t, desc)) != cudaSuccess ||
 			(rc = upload_values(t, desc)) != cudaSuccess ||
 			(desc->quad != nullptr &&
-			 (rc = ts_quad_upload(desc->quad, desc->num_features, desc->num_outputs, &t->quad)) != cudaSuccess))
+			 (rc = ts_quad_upload(desc->quad, desc->num_features, desc->num_outputs, &t->quad)) != cudaSuccess) ||
+			(desc->forest != nullptr &&
+			 (rc = ts_forest_upload(desc->forest, desc->num_outputs, &t->forest)) != cudaSuccess))
 		{
 			ts_gpu_table_free(t);
 			return ts_cuda_status(rc, "uploading the path table", msg, msglen);
@@ -626,6 +640,7 @@ ts_gpu_table_free(TsGpuTable *table)
 		cudaFree(table->cat_pool);
 		cudaFree(table->values);
 		ts_quad_free(table->quad);
+		ts_forest_free(table->forest);
 		cudaGetLastError();
 		delete table;
 	}

@@ -4,7 +4,7 @@
 #   model    model readers: XGBoost JSON/UBJSON, LightGBM text, CatBoost JSON
 #   core     path tables, packing, CPU SHAP (EXTEND/UNWOUNDSUM, quadrature), interactions,
 #            the row pool that runs them on every core
-#   gpu      GPU plan builders: the lane and quadrature layouts cuda/ takes
+#   gpu      GPU plan builders: the lane, quadrature and tree layouts cuda/ takes
 #   service  the GPU service: a background worker that owns the GPUs, its shared state
 #   backend  the backend's SQL glue
 # PostgreSQL headers only in service/ and backend/.
@@ -15,7 +15,7 @@ TS_MODEL_SRCS = model/ts_json.c model/ts_ubjson.c model/ts_model.c model/ts_catd
     model/ts_catboost.c
 TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_interactions.c \
     core/ts_pack.c core/ts_wire.c core/ts_row_pool.c core/ts_cpu_rows.c core/ts_topk.c
-TS_GPU_SRCS = gpu/ts_gpu.c gpu/ts_gpu_quad.c
+TS_GPU_SRCS = gpu/ts_gpu.c gpu/ts_gpu_quad.c gpu/ts_gpu_forest.c
 TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_service_relay.c \
     service/ts_service_request.c service/ts_executor.c service/ts_exec_serve.c service/ts_exec_models.c \
     service/ts_exec_device.c service/ts_exec_segments.c service/ts_exec_sched.c

@@ -105,3 +105,35 @@ SELECT format('gpu-compare interactions: %s fixtures x 2 methods, %s entries; wo
               CASE WHEN max(dev) <= 1e-9 AND bool_and(bitwise_identical) THEN 'PASS' ELSE 'FAIL' END)
        AS summary
   FROM inter_fixture;
+
+-- predictions: the GPU walks the trees and adds leaf values in the host's
+-- order, so its margins and predictions equal the CPU's bit for bit; both
+-- against the library's own margins too
+CREATE FUNCTION pg_temp.predict_all() RETURNS TABLE (fixture text, id bigint, output int,
+                                                    margin float8, prediction float8)
+LANGUAGE sql AS $$
+    SELECT f.fixture, p.row_key, p.output, p.margin, p.prediction
+      FROM fx_list f, treeshap.predict(f.fixture, pg_temp.fx_query(f.fixture)) p
+$$;
+SET treeshap.device = cpu;
+CREATE TEMP TABLE pred_cpu AS SELECT * FROM pg_temp.predict_all();
+SET treeshap.device = gpu;
+CREATE TEMP TABLE pred_gpu AS SELECT * FROM pg_temp.predict_all();
+
+CREATE TEMP TABLE pred_fixture AS
+SELECT c.fixture, count(*) AS rows,
+       count(*) FILTER (WHERE g.fixture IS NULL
+                           OR float8send(g.margin) <> float8send(c.margin)
+                           OR float8send(g.prediction) <> float8send(c.prediction)) AS differing,
+       max(abs(g.margin - e.margin) / greatest(1, abs(e.margin))) AS dev_library
+  FROM pred_cpu c
+  LEFT JOIN pred_gpu g USING (fixture, id, output)
+  LEFT JOIN fx_expected e USING (fixture, id, output)
+ GROUP BY c.fixture;
+
+SELECT format('gpu-compare predict: %s fixtures, %s (row, output) pairs; %s differ from the CPU in any bit; worst deviation from the library''s margins %s (%s); %s',
+              count(*), sum(rows), sum(differing), to_char(max(dev_library), '9.99EEEE'),
+              (SELECT fixture FROM pred_fixture ORDER BY dev_library DESC NULLS LAST LIMIT 1),
+              CASE WHEN sum(differing) = 0 AND max(dev_library) <= 1e-5 THEN 'PASS' ELSE 'FAIL' END)
+       AS summary
+  FROM pred_fixture;

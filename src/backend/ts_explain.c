@@ -66,7 +66,7 @@ typedef struct TsEmitter
 	TsRunSpec	spec;			/* what the GPU computes, and the interaction options */
 	double	   *sums;			/* importance: sums of |phi| and of phi per (output, feature) */
 	int32		top_k;			/* top features: k, at most the model's features */
-	double	   *margins;		/* top features: a row's margins, then its predictions */
+	double	   *margins;		/* top features, predict: a row's margins, then its predictions */
 	int64		rows;			/* importance: rows seen */
 } TsEmitter;
 
@@ -159,7 +159,8 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 
 	em->spec.kind = kind == TS_RESULT_INTERACTIONS ? TS_RUN_INTERACTIONS
 		: kind == TS_RESULT_IMPORTANCE ? TS_RUN_IMPORTANCE
-		: kind == TS_RESULT_TOP ? TS_RUN_TOP_FEATURES : TS_RUN_SHAP;
+		: kind == TS_RESULT_TOP ? TS_RUN_TOP_FEATURES
+		: kind == TS_RESULT_PREDICT ? TS_RUN_PREDICT : TS_RUN_SHAP;
 	em->spec.method = args != NULL ? args->method : TS_INTERACTION_SHAPLEY;
 	em->spec.selection = kind == TS_RESULT_INTERACTIONS ? resolve_selection(m, args->features) : NULL;
 	em->kind = kind;
@@ -176,8 +177,9 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	{
 		em->top_k = ts_topk_count(args->top_k, m->num_features);
 		em->spec.top_k = em->top_k;
-		em->margins = palloc(sizeof(double) * 2 * m->num_outputs);
 	}
+	if (kind == TS_RESULT_TOP || kind == TS_RESULT_PREDICT)
+		em->margins = palloc(sizeof(double) * 2 * m->num_outputs);
 	if (kind != TS_RESULT_WIDE && kind != TS_RESULT_PREDICT)
 	{
 		em->feature_text = palloc(sizeof(Datum) * m->num_features);
@@ -451,7 +453,13 @@ consume_batch(TsEmitter *em, const TsKeySlot *ks, int32 n, const double *result)
 	}
 	for (int32 i = 0; i < n; i++)
 	{
-		if (em->kind == TS_RESULT_INTERACTIONS)
+		if (em->kind == TS_RESULT_PREDICT)
+		{
+			memcpy(em->margins, result + (size_t) i * m->num_outputs, sizeof(double) * m->num_outputs);
+			ts_model_link(m, em->margins, em->margins + m->num_outputs);
+			emit_prediction(em, ks->keys[i], ks->key_null[i], em->margins);
+		}
+		else if (em->kind == TS_RESULT_INTERACTIONS)
 			emit_interactions(em, ks->keys[i], ks->key_null[i],
 							  result + i * columns * em->spec.selection->count);
 		else if (em->kind == TS_RESULT_TOP)
@@ -638,15 +646,11 @@ end_call(TsGpuRun *run, TsCachedModel *cached)
 		ts_model_release(cached);
 }
 
-/*
- * Whether a call stays on the CPU whatever the device: predictions (the GPU
- * computes SHAP values only), and interactions of no feature (no work at all).
- */
+/* Whether a call stays on the CPU whatever the device: interactions of no feature (no work at all). */
 static bool
-cpu_only(TsResultKind kind, const TsCallOptions *args)
+cpu_only(const TsCallOptions *args)
 {
-	return kind == TS_RESULT_PREDICT ||
-		(args != NULL && args->features != NULL &&
+	return (args != NULL && args->features != NULL &&
 		 ArrayGetNItems(ARR_NDIM(args->features), ARR_DIMS(args->features)) == 0);
 }
 
@@ -664,7 +668,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 	bool		use_gpu;
 
 	get_model_and_query(fcinfo, &model_name, &query);
-	use_gpu = !cpu_only(kind, args) && ts_device_use_gpu(true);
+	use_gpu = !cpu_only(args) && ts_device_use_gpu(true);
 	InitMaterializedSRF(fcinfo, 0);
 	key_type = kind == TS_RESULT_IMPORTANCE ? InvalidOid : TupleDescAttr(rsinfo->setDesc, 0)->atttypid;
 

@@ -4,7 +4,7 @@
  * with two areas of rows and results; each batch is one request, which the
  * service's executor answers on the GPU with the model it keeps resident,
  * shipping the model's bytes once when it is not. The backend then adds
- * what the CPU owes: the paths too long for a warp, the finishing of
+ * what the CPU owes to SHAP runs (predictions walk whole trees on the GPU): the paths too long for a warp, the finishing of
  * interaction values, the importance sums of rows with long paths.
  */
 #include "postgres.h"
@@ -216,6 +216,8 @@ job_for(const TsRunSpec *spec, bool host_reduces, int64 num_paths)
 		job.kind = TS_GPU_JOB_TOP_FEATURES;
 		job.top_k = spec->top_k;
 	}
+	else if (spec->kind == TS_RUN_PREDICT)
+		job.kind = TS_GPU_JOB_PREDICT;
 	return job;
 }
 
@@ -353,6 +355,8 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 
 	switch (run->spec.kind)
 	{
+		case TS_RUN_PREDICT:
+			return result;		/* the GPU walked whole trees: no path is left over */
 		case TS_RUN_SHAP:
 			ts_cpu_shap_add_paths_rows(pt, run->algorithm, long_paths, num_long, x, nrows,
 									   result, run->scratch);

@@ -18,7 +18,8 @@ typedef enum TsRunKind
 	TS_RUN_SHAP,				/* per row: outputs x (features + 1), bias last */
 	TS_RUN_INTERACTIONS,		/* per row: outputs x selected x features */
 	TS_RUN_IMPORTANCE,			/* per batch: outputs x features sums of |phi|, then of phi */
-	TS_RUN_TOP_FEATURES			/* per row: outputs x ts_topk_width(top_k) (core/ts_topk.h) */
+	TS_RUN_TOP_FEATURES,		/* per row: outputs x ts_topk_width(top_k) (core/ts_topk.h) */
+	TS_RUN_PREDICT				/* per row: outputs margins */
 } TsRunKind;
 
 typedef struct TsRunSpec

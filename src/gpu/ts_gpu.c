@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gpu/ts_gpu_forest.h"
 #include "gpu/ts_gpu_quad.h"
 #include "core/ts_shap_cpu.h"
 
@@ -111,11 +112,13 @@ device_bytes(const TsGpuTableDesc *d)
 			(size_t) q->num_paths * sizeof(TsGpuQuadPath) +
 			(size_t) q->num_elems * (sizeof(TsGpuQuadElem) + sizeof(int32_t)) +
 			(size_t) q->num_coef * sizeof(double) + (size_t) q->num_slots * sizeof(int32_t);
+	if (d->forest != NULL)
+		bytes += ts_gpu_forest_bytes(d->forest);
 	return bytes;
 }
 
 TsGpuPlan *
-ts_gpu_plan_layout(const TsPathTable *pt, TsPackAlgo algo)
+ts_gpu_plan_layout(const TsPathTable *pt, const TsModel *model, TsPackAlgo algo)
 {
 	TsGpuPlan  *plan = ts_alloc0(sizeof(TsGpuPlan));
 	TsGpuTableDesc *desc = &plan->desc;
@@ -135,6 +138,7 @@ ts_gpu_plan_layout(const TsPathTable *pt, TsPackAlgo algo)
 	desc->values = pt->value_width > 1 ? pt->path_value : NULL;
 	desc->num_values = pt->num_paths * pt->value_width;
 	desc->quad = ts_gpu_quad_build(pt);
+	desc->forest = model != NULL ? ts_gpu_forest_build(model) : NULL;
 	plan->device_bytes = device_bytes(desc);
 	return plan;
 }
@@ -152,15 +156,17 @@ ts_gpu_plan_free(TsGpuPlan *plan)
 		return;
 	ts_gpu_plan_release_device(plan);
 	ts_gpu_quad_free((TsGpuQuadDesc *) plan->desc.quad);
+	ts_gpu_forest_free((TsGpuForestDesc *) plan->desc.forest);
 	ts_free((TsGpuLane *) plan->desc.lanes);
 	ts_pack_free(plan->packing);
 	ts_free(plan);
 }
 
 TsGpuStatus
-ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out, char *msg, size_t msglen)
+ts_gpu_plan_build(const TsPathTable *pt, const TsModel *model, TsPackAlgo algo, TsGpuPlan **out,
+				  char *msg, size_t msglen)
 {
-	TsGpuPlan  *plan = ts_gpu_plan_layout(pt, algo);
+	TsGpuPlan  *plan = ts_gpu_plan_layout(pt, model, algo);
 	TsGpuStatus rc = ts_gpu_plan_upload(plan, &plan->table, msg, msglen);
 
 	*out = NULL;

@@ -10,6 +10,7 @@
 #include "core/ts_interactions.h"
 #include "core/ts_pack.h"
 #include "core/ts_shap_cpu.h"
+#include "model/ts_model.h"
 
 /*
  * A path table laid out for the GPUs: the host copy of the lanes and of the
@@ -31,8 +32,8 @@ extern double ts_gpu_fixed_scale(const TsPathTable *pt);
 /* Lane array (num_bins x 32) of a packing, empty lanes filled in. */
 extern TsGpuLane *ts_gpu_lanes(const TsPathTable *pt, const TsPacking *pk);
 
-/* Pack and lay out in host memory. */
-extern TsGpuPlan *ts_gpu_plan_layout(const TsPathTable *pt, TsPackAlgo algo);
+/* Pack and lay out in host memory; with the model (or NULL) also its trees, for predictions. */
+extern TsGpuPlan *ts_gpu_plan_layout(const TsPathTable *pt, const TsModel *model, TsPackAlgo algo);
 
 /* Upload a layout to the current GPU; *out is the caller's to free (ts_gpu_table_free). */
 extern TsGpuStatus ts_gpu_plan_upload(const TsGpuPlan *plan, TsGpuTable **out, char *msg, size_t msglen);
@@ -41,8 +42,8 @@ extern TsGpuStatus ts_gpu_plan_upload(const TsGpuPlan *plan, TsGpuTable **out, c
 extern void ts_gpu_plan_free(TsGpuPlan *plan);
 
 /* Pack, lay out and upload; on failure *out is NULL and nothing stays on the device. */
-extern TsGpuStatus ts_gpu_plan_build(const TsPathTable *pt, TsPackAlgo algo, TsGpuPlan **out,
-									 char *msg, size_t msglen);
+extern TsGpuStatus ts_gpu_plan_build(const TsPathTable *pt, const TsModel *model, TsPackAlgo algo,
+									 TsGpuPlan **out, char *msg, size_t msglen);
 
 /* Free the device table (host memory belongs to the caller's allocator). */
 extern void ts_gpu_plan_release_device(TsGpuPlan *plan);

@@ -29,6 +29,7 @@ static bool emulated = false;
 
 struct TsDevLayout
 {
+	const TsModel *model;		/* emulated predictions walk its trees */
 	const TsPathTable *pt;
 	int64_t    *short_paths;	/* emulation: the paths a GPU takes */
 	int64_t		num_short;
@@ -147,16 +148,17 @@ short_paths(const TsPathTable *pt, int64_t *count)
 }
 
 TsDevLayout *
-ts_dev_layout(const TsPathTable *pt)
+ts_dev_layout(const TsModel *model, const TsPathTable *pt)
 {
 	TsDevLayout *layout = ts_alloc0(sizeof(TsDevLayout));
 
+	layout->model = model;
 	layout->pt = pt;
 	if (emulated)
 		layout->short_paths = short_paths(pt, &layout->num_short);
 #ifdef TS_WITH_CUDA
 	else
-		layout->plan = ts_gpu_plan_layout(pt, TS_PACK_BEST_FIT_DECREASING);
+		layout->plan = ts_gpu_plan_layout(pt, model, TS_PACK_BEST_FIT_DECREASING);
 #endif
 	return layout;
 }
@@ -168,8 +170,9 @@ ts_dev_layout_bytes(const TsDevLayout *layout)
 	if (!emulated)
 		return layout->plan->device_bytes;
 #endif
-	/* what a GPU would hold: a 40-byte lane per element, as the packing lays them out */
-	return (size_t) layout->pt->num_elements * 40 + 4096;
+	/* what a GPU would hold: a 40-byte lane per element, as the packing lays them out, and the trees */
+	return (size_t) layout->pt->num_elements * 40 + (size_t) layout->model->num_nodes * 16 +
+		(size_t) layout->model->num_leaves * ts_leaf_size(layout->model) * sizeof(double) + 4096;
 }
 
 void
@@ -235,6 +238,8 @@ ts_dev_runner_bytes(const TsPathTable *pt, const TsGpuJob *job, int32_t max_rows
 	/* importance and top features accumulate every row's contributions first */
 	if (job->kind == TS_GPU_JOB_IMPORTANCE || job->kind == TS_GPU_JOB_TOP_FEATURES)
 		acc = ts_gpu_job_result_len(&shap, pt->num_outputs, pt->num_features, max_rows);
+	else if (job->kind == TS_GPU_JOB_PREDICT)
+		acc = 0;				/* margins are summed in place */
 	/* per slot: rows and their transpose, accumulators and results */
 	return 2 * (2 * x + (acc + result) * sizeof(double));
 }
@@ -366,6 +371,11 @@ emulated_submit(TsDevRunner *r, int slot, int32_t nrows)
 				ts_topk_row(s->rows + (size_t) i * pt->num_outputs * (pt->num_features + 1),
 							pt->num_outputs, pt->num_features, r->job.top_k,
 							s->phi + (size_t) i * pt->num_outputs * ts_topk_width(r->job.top_k));
+			break;
+		case TS_GPU_JOB_PREDICT:
+			for (int32_t i = 0; i < nrows; i++)
+				ts_model_predict_margin(l->model, s->x + (size_t) i * pt->num_features,
+										s->phi + (size_t) i * pt->num_outputs);
 			break;
 		case TS_GPU_JOB_SHAPLEY_INTERACTIONS:
 		case TS_GPU_JOB_TAYLOR_INTERACTIONS:

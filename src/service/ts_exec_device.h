@@ -30,8 +30,11 @@ extern bool ts_dev_emulated(void);
 /* Path elements times rows that one launch may take: about 50 ms of a device's work. */
 extern double ts_dev_launch_work(void);
 
-/* Lay a path table out for the devices (the table must outlive the layout). */
-extern TsDevLayout *ts_dev_layout(const TsPathTable *pt);
+/*
+ * Lay a model out for the devices: its path table, and its trees for
+ * predictions (both must outlive the layout).
+ */
+extern TsDevLayout *ts_dev_layout(const TsModel *model, const TsPathTable *pt);
 
 /* Device bytes an upload of the layout takes, about. */
 extern size_t ts_dev_layout_bytes(const TsDevLayout *layout);

@@ -101,7 +101,12 @@ launch_rows(const TsResidentModel *m, const TsGpuJob *job)
 		job->kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
 	double		per_row = (double) m->paths->num_elements *
 		(interactions ? (double) m->paths->max_path_len : 1.0);
-	double		rows = ts_dev_launch_work() / (per_row > 1.0 ? per_row : 1.0);
+	double		rows;
+
+	/* a prediction visits one node per level of each tree */
+	if (job->kind == TS_GPU_JOB_PREDICT)
+		per_row = (double) m->model->num_trees * (m->model->max_depth + 1);
+	rows = ts_dev_launch_work() / (per_row > 1.0 ? per_row : 1.0);
 
 	return rows >= 1e9 ? 1000000000 : (rows < 1.0 ? 1 : (int32_t) rows);
 }

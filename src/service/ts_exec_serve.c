@@ -91,7 +91,7 @@ upload(TsResidentModel *m, int device, char *msg, size_t msglen)
 	TsGpuStatus rc;
 
 	if (m->layout == NULL)
-		m->layout = ts_dev_layout(m->paths);
+		m->layout = ts_dev_layout(m->model, m->paths);
 	need = ts_dev_layout_bytes(m->layout);
 	if ((rc = make_room(device, m, need, "the model", msg, msglen)) != TS_GPU_OK)
 		return rc;
@@ -313,7 +313,7 @@ ts_exec_valid_run(const TsSegment *seg, const TsResidentModel *m)
 	if (h->num_features != pt->num_features || h->num_outputs != pt->num_outputs ||
 		h->max_rows < 1 || h->nrows < 1 || h->nrows > h->max_rows ||
 		h->area < 0 || h->area >= TS_REQUEST_AREAS ||
-		h->job_kind < TS_GPU_JOB_SHAP || h->job_kind > TS_GPU_JOB_TOP_FEATURES ||
+		h->job_kind < TS_GPU_JOB_SHAP || h->job_kind > TS_GPU_JOB_PREDICT ||
 		h->algorithm < TS_GPU_ALG_TREESHAP || h->algorithm > TS_GPU_ALG_QUADRATURE ||
 		h->precision < TS_GPU_FLOAT64 || h->precision > TS_GPU_FLOAT32)
 		return false;

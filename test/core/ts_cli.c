@@ -11,10 +11,13 @@
  *   ts_cli load MODEL...        read each model, print "ok" or the error
  *   ts_cli pack MODEL           pack with NF, FFD and BFD; check every packing is
  *                               valid (each short path once, no bin over 32 lanes),
- *                               and the GPU quadrature layout (slots, offsets), and
- *                               the model's interface for the GPU service (wire_check.c)
+ *                               and the GPU quadrature layout (slots, offsets), the
+ *                               GPU's tree layout (walked as the predict kernel walks
+ *                               it, margins bitwise the host's), and the model's
+ *                               interface for the GPU service (wire_check.c)
  * CSV rows hold feature values only; an empty field or "nan" is missing.
  */
+#include "gpu/ts_gpu_forest.h"
 #include "gpu/ts_gpu_quad.h"
 #include "core/ts_interactions.h"
 #include "model/ts_model.h"
@@ -382,6 +385,93 @@ check_layout(const TsPathTable *pt)
 	return bad;
 }
 
+/* Next value of a fixed 64-bit LCG: the forest check's rows are the same on every run. */
+static uint64_t
+lcg_next(uint64_t *state)
+{
+	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *state >> 33;
+}
+
+/*
+ * A row that reaches many branches: per feature, a threshold of a node that
+ * splits on it, or the float just below one, or a category 0..63, or NaN.
+ */
+static void
+probe_row(const TsModel *m, uint64_t *state, float *row)
+{
+	for (int32_t j = 0; j < m->num_features; j++)
+		row[j] = (float) (lcg_next(state) % 64);
+	for (int64_t g = 0; g < m->num_nodes; g++)
+	{
+		uint64_t	r = lcg_next(state) % 8;
+
+		if (m->left[g] == -1 || m->cat_set[g] != -1 || r > 1)
+			continue;
+		row[m->split_feature[g]] = r == 0 ? m->threshold[g] : nextafterf(m->threshold[g], -INFINITY);
+	}
+	for (int32_t j = 0; j < m->num_features; j++)
+		if (lcg_next(state) % 10 == 0)
+			row[j] = NAN;
+}
+
+/* A row's margins walked over the GPU's tree layout as cuda/ts_predict.cu walks it. */
+static void
+forest_margin(const TsGpuForestDesc *f, const uint32_t *cat_pool, int32_t num_outputs,
+			  const float *row, double *margin)
+{
+	for (int32_t k = 0; k < num_outputs; k++)
+		margin[k] = f->base_margin[k];
+	for (int32_t t = 0; t < f->num_trees; t++)
+	{
+		TsGpuNode	n = f->nodes[f->roots[t]];
+
+		while (n.left >= 0)
+		{
+			float		x = row[n.flags_feature & TS_GPU_NODE_FEATURE];
+			bool		left;
+
+			if (isnan(x))
+				left = (n.flags_feature & TS_GPU_NODE_DEFAULT_LEFT) != 0;
+			else if (n.flags_feature & TS_GPU_NODE_CATEGORICAL)
+				left = ts_catset_contains(cat_pool + n.cat, x);
+			else
+				left = x < n.threshold;
+			n = f->nodes[left ? n.left : n.right];
+		}
+		for (int32_t k = 0; k < f->leaf_width; k++)
+			margin[f->groups[t] + k] += f->values[(int64_t) n.right * f->leaf_width + k];
+	}
+}
+
+/* The GPU's tree layout against ts_model_predict_margin, bit for bit, on 500 probe rows. */
+static int
+check_forest(const TsModel *m)
+{
+	TsGpuForestDesc *f = ts_gpu_forest_build(m);
+	float	   *row = malloc(sizeof(float) * (size_t) (m->num_features + 1));
+	double	   *host = malloc(sizeof(double) * m->num_outputs);
+	double	   *walked = malloc(sizeof(double) * m->num_outputs);
+	uint64_t	state = 42;
+	int			differ = 0;
+
+	for (int r = 0; r < 500; r++)
+	{
+		probe_row(m, &state, row);
+		ts_model_predict_margin(m, row, host);
+		forest_margin(f, m->cat_pool, m->num_outputs, row, walked);
+		differ += memcmp(host, walked, sizeof(double) * m->num_outputs) != 0;
+	}
+	printf("tree layout nodes=%lld leaves=%lld values/leaf=%d: %d of 500 probe rows differ %s\n",
+		   (long long) f->num_nodes, (long long) f->num_leaves, f->leaf_width, differ,
+		   differ ? "INVALID" : "valid");
+	free(row);
+	free(host);
+	free(walked);
+	ts_gpu_forest_free(f);
+	return differ != 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -401,7 +491,8 @@ main(int argc, char **argv)
 		}
 		pt = ts_paths_build(m);
 		bad = check_packing(pt, TS_PACK_NEXT_FIT) + check_packing(pt, TS_PACK_FIRST_FIT_DECREASING) +
-			check_packing(pt, TS_PACK_BEST_FIT_DECREASING) + check_layout(pt) + ts_cli_check_wire(m, pt);
+			check_packing(pt, TS_PACK_BEST_FIT_DECREASING) + check_layout(pt) + check_forest(m) +
+			ts_cli_check_wire(m, pt);
 		ts_paths_free(pt);
 		ts_model_free(m);
 		free(buf);
