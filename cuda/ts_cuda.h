@@ -194,7 +194,8 @@ typedef struct TsGpuQuadDesc
  * The trees themselves, for predictions: every tree's nodes back to back,
  * children indexing the whole array. A present x goes left when x <
  * threshold, or, at a categorical node, when its category is in the set at
- * cat_pool + cat; a missing x (NaN) goes left when the node says so. A leaf
+ * cat_pool + cat (the forest's own pool: the model's sets, whose offsets
+ * differ from the path table's); a missing x (NaN) goes left when the node says so. A leaf
  * (left -1) names its values: leaf_width doubles from values + right *
  * leaf_width, added to outputs group .. group + leaf_width - 1 of its tree.
  * A row's margin per output is its base margin plus its trees' leaf values
@@ -227,6 +228,8 @@ typedef struct TsGpuForestDesc
 	int64_t		num_leaves;
 	int32_t		leaf_width;
 	const double *base_margin;	/* per output */
+	const uint32_t *cat_pool;	/* the model's category sets (not the path table's); NULL when none */
+	int64_t		cat_pool_len;	/* words */
 } TsGpuForestDesc;
 
 /* A packed path table as the host hands it over. */

@@ -17,6 +17,7 @@ struct TsGpuForest
 	int32_t    *groups;
 	double	   *values;
 	double	   *base;
+	uint32_t   *cat_pool;		/* the model's category sets; nullptr when none */
 	int32_t		num_trees;
 	int32_t		leaf_width;
 	int32_t		num_outputs;
@@ -63,9 +64,10 @@ leaf_of(const TsGpuNode *__restrict__ nodes, int32_t root, const float *row,
  */
 template <bool kStage, bool kScalar>
 __global__ void __launch_bounds__(kPredictThreads)
-predict_kernel(TsGpuForest f, const uint32_t *__restrict__ cat_pool, const float *__restrict__ x,
-			   int32_t nrows, int32_t num_features, double *__restrict__ out)
+predict_kernel(TsGpuForest f, const float *__restrict__ x, int32_t nrows, int32_t num_features,
+			   double *__restrict__ out)
 {
+	const uint32_t *cat_pool = f.cat_pool;
 	extern __shared__ float tile[];
 	int64_t		first = (int64_t) blockIdx.x * kPredictThreads;
 	int64_t		row = first + threadIdx.x;
@@ -109,17 +111,17 @@ predict_kernel(TsGpuForest f, const uint32_t *__restrict__ cat_pool, const float
 
 template <bool kStage>
 void
-launch_predict(const TsGpuForest *f, const uint32_t *cat_pool, const float *x, int32_t nrows,
-			   int32_t num_features, double *out, size_t shared, cudaStream_t stream)
+launch_predict(const TsGpuForest *f, const float *x, int32_t nrows, int32_t num_features, double *out,
+			   size_t shared, cudaStream_t stream)
 {
 	unsigned	blocks = (unsigned) ((nrows + kPredictThreads - 1) / kPredictThreads);
 
 	if (f->num_outputs == 1 && f->leaf_width == 1)
 		predict_kernel<kStage, true><<<blocks, kPredictThreads, shared, stream>>>(
-			*f, cat_pool, x, nrows, num_features, out);
+			*f, x, nrows, num_features, out);
 	else
 		predict_kernel<kStage, false><<<blocks, kPredictThreads, shared, stream>>>(
-			*f, cat_pool, x, nrows, num_features, out);
+			*f, x, nrows, num_features, out);
 }
 
 /* cudaMalloc and copy of count elements; *dev stays NULL on failure. */
@@ -154,7 +156,9 @@ ts_forest_upload(const TsGpuForestDesc *desc, int32_t num_outputs, TsGpuForest *
 		(rc = copy_up(&f->roots, desc->roots, (size_t) desc->num_trees)) != cudaSuccess ||
 		(rc = copy_up(&f->groups, desc->groups, (size_t) desc->num_trees)) != cudaSuccess ||
 		(rc = copy_up(&f->values, desc->values, (size_t) desc->num_leaves * width)) != cudaSuccess ||
-		(rc = copy_up(&f->base, desc->base_margin, (size_t) num_outputs)) != cudaSuccess)
+		(rc = copy_up(&f->base, desc->base_margin, (size_t) num_outputs)) != cudaSuccess ||
+		(desc->cat_pool_len > 0 &&
+		 (rc = copy_up(&f->cat_pool, desc->cat_pool, (size_t) desc->cat_pool_len)) != cudaSuccess))
 	{
 		ts_forest_free(f);
 		*out = nullptr;
@@ -174,20 +178,21 @@ ts_forest_free(TsGpuForest *f)
 	cudaFree(f->groups);
 	cudaFree(f->values);
 	cudaFree(f->base);
+	cudaFree(f->cat_pool);
 	delete f;
 }
 
 cudaError_t
-ts_forest_enqueue(const TsGpuForest *f, const uint32_t *cat_pool, const float *x, int32_t nrows,
-				  int32_t num_features, double *out, cudaStream_t stream)
+ts_forest_enqueue(const TsGpuForest *f, const float *x, int32_t nrows, int32_t num_features,
+				  double *out, cudaStream_t stream)
 {
 	size_t		shared = (size_t) kPredictThreads * num_features * sizeof(float);
 
 	if (nrows <= 0)
 		return cudaSuccess;
 	if (shared <= kPredictShared)
-		launch_predict<true>(f, cat_pool, x, nrows, num_features, out, shared, stream);
+		launch_predict<true>(f, x, nrows, num_features, out, shared, stream);
 	else
-		launch_predict<false>(f, cat_pool, x, nrows, num_features, out, 0, stream);
+		launch_predict<false>(f, x, nrows, num_features, out, 0, stream);
 	return cudaGetLastError();
 }

@@ -19,7 +19,7 @@ cudaError_t ts_forest_upload(const TsGpuForestDesc *desc, int32_t num_outputs, T
 void		ts_forest_free(TsGpuForest *forest);
 
 /* Enqueue the margins of nrows rows (row-major float32 x) into out (nrows x outputs). */
-cudaError_t ts_forest_enqueue(const TsGpuForest *forest, const uint32_t *cat_pool, const float *x,
-							  int32_t nrows, int32_t num_features, double *out, cudaStream_t stream);
+cudaError_t ts_forest_enqueue(const TsGpuForest *forest, const float *x, int32_t nrows,
+							  int32_t num_features, double *out, cudaStream_t stream);
 
 #endif							/* TS_PREDICT_CUH */

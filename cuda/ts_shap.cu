@@ -414,7 +414,7 @@ enqueue_explain(const TsGpuTable *t, const float *x, float *x_t, int32_t nrows,
 	if (nrows <= 0)
 		return cudaSuccess;
 	if (job.kind == TS_GPU_JOB_PREDICT)
-		return ts_forest_enqueue(t->forest, t->cat_pool, x, nrows, t->num_features, out, stream);
+		return ts_forest_enqueue(t->forest, x, nrows, t->num_features, out, stream);
 	rc = cudaMemsetAsync(acc, 0, acc_count * sizeof(*acc), stream);
 	if (rc != cudaSuccess)
 		return rc;

@@ -73,6 +73,8 @@ ts_gpu_forest_build(const TsModel *m)
 	f->num_leaves = leaves;
 	f->leaf_width = width;
 	f->base_margin = m->base_margin;
+	f->cat_pool = m->cat_pool_len > 0 ? m->cat_pool : NULL;
+	f->cat_pool_len = m->cat_pool_len;
 	return f;
 }
 
@@ -80,7 +82,7 @@ size_t
 ts_gpu_forest_bytes(const TsGpuForestDesc *f)
 {
 	return (size_t) f->num_nodes * sizeof(TsGpuNode) + (size_t) f->num_trees * 2 * sizeof(int32_t) +
-		(size_t) f->num_leaves * f->leaf_width * sizeof(double);
+		(size_t) f->num_leaves * f->leaf_width * sizeof(double) + (size_t) f->cat_pool_len * sizeof(uint32_t);
 }
 
 void

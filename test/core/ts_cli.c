@@ -417,8 +417,7 @@ probe_row(const TsModel *m, uint64_t *state, float *row)
 
 /* A row's margins walked over the GPU's tree layout as cuda/ts_predict.cu walks it. */
 static void
-forest_margin(const TsGpuForestDesc *f, const uint32_t *cat_pool, int32_t num_outputs,
-			  const float *row, double *margin)
+forest_margin(const TsGpuForestDesc *f, int32_t num_outputs, const float *row, double *margin)
 {
 	for (int32_t k = 0; k < num_outputs; k++)
 		margin[k] = f->base_margin[k];
@@ -434,7 +433,7 @@ forest_margin(const TsGpuForestDesc *f, const uint32_t *cat_pool, int32_t num_ou
 			if (isnan(x))
 				left = (n.flags_feature & TS_GPU_NODE_DEFAULT_LEFT) != 0;
 			else if (n.flags_feature & TS_GPU_NODE_CATEGORICAL)
-				left = ts_catset_contains(cat_pool + n.cat, x);
+				left = ts_catset_contains(f->cat_pool + n.cat, x);
 			else
 				left = x < n.threshold;
 			n = f->nodes[left ? n.left : n.right];
@@ -459,7 +458,7 @@ check_forest(const TsModel *m)
 	{
 		probe_row(m, &state, row);
 		ts_model_predict_margin(m, row, host);
-		forest_margin(f, m->cat_pool, m->num_outputs, row, walked);
+		forest_margin(f, m->num_outputs, row, walked);
 		differ += memcmp(host, walked, sizeof(double) * m->num_outputs) != 0;
 	}
 	printf("tree layout nodes=%lld leaves=%lld values/leaf=%d: %d of 500 probe rows differ %s\n",
