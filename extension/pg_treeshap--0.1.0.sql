@@ -234,6 +234,14 @@ RETURNS TABLE (output integer, feature text, mean_abs_shap double precision,
 AS 'MODULE_PATHNAME', 'treeshap_feature_importance'
 LANGUAGE C VOLATILE;
 
+-- importance per segment: the query's first column (of segment_type's type)
+-- names each row's segment, e.g. a month or a region
+CREATE FUNCTION treeshap.feature_importance(model text, query text, segment_type anyelement)
+RETURNS TABLE (segment anyelement, output integer, feature text, mean_abs_shap double precision,
+               mean_shap double precision, rows bigint)
+AS 'MODULE_PATHNAME', 'treeshap_feature_importance_segments'
+LANGUAGE C VOLATILE;
+
 CREATE FUNCTION treeshap.shap_values(model text, features double precision[])
 RETURNS double precision[]
 AS 'MODULE_PATHNAME', 'treeshap_shap_values'

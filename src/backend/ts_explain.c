@@ -22,6 +22,7 @@
 #include "backend/ts_batch.h"
 #include "backend/ts_catalog.h"
 #include "backend/ts_gpu_pg.h"
+#include "backend/ts_groups.h"
 #include "core/ts_interactions.h"
 #include "backend/ts_settings.h"
 #include "backend/ts_threads.h"
@@ -32,6 +33,7 @@ PG_FUNCTION_INFO_V1(treeshap_explain_shap);
 PG_FUNCTION_INFO_V1(treeshap_explain_shap_wide);
 PG_FUNCTION_INFO_V1(treeshap_explain_interactions);
 PG_FUNCTION_INFO_V1(treeshap_feature_importance);
+PG_FUNCTION_INFO_V1(treeshap_feature_importance_segments);
 PG_FUNCTION_INFO_V1(treeshap_predict);
 PG_FUNCTION_INFO_V1(treeshap_explain_top_features);
 PG_FUNCTION_INFO_V1(treeshap_shap_values);
@@ -43,6 +45,7 @@ typedef enum TsResultKind
 	TS_RESULT_PREDICT,			/* (key, output, margin, prediction) */
 	TS_RESULT_INTERACTIONS,		/* (key, output, feature_a, feature_b, interaction) */
 	TS_RESULT_IMPORTANCE,		/* (output, feature, mean_abs_shap, mean_shap, rows), at the end */
+	TS_RESULT_SEGMENTS,			/* the same per segment (the query's first column), at the end */
 	TS_RESULT_TOP				/* (key, output, prediction, base_value, rank, feature, shap_value) */
 } TsResultKind;
 
@@ -65,6 +68,7 @@ typedef struct TsEmitter
 	TsShapAlgorithm algorithm;	/* CPU SHAP algorithm (treeshap.algorithm) */
 	TsRunSpec	spec;			/* what the GPU computes, and the interaction options */
 	double	   *sums;			/* importance: sums of |phi| and of phi per (output, feature) */
+	TsGroups   *groups;			/* segmented importance: those sums per segment */
 	int32		top_k;			/* top features: k, at most the model's features */
 	double	   *margins;		/* top features, predict: a row's margins, then its predictions */
 	int64		rows;			/* importance: rows seen */
@@ -173,6 +177,8 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->rows = 0;
 	if (kind == TS_RESULT_IMPORTANCE)
 		em->sums = palloc0(sizeof(double) * 2 * Max(columns, 1));
+	if (kind == TS_RESULT_SEGMENTS)
+		em->groups = ts_groups_create(TupleDescAttr(rsinfo->setDesc, 0)->atttypid, columns);
 	if (kind == TS_RESULT_TOP)
 	{
 		em->top_k = ts_topk_count(args->top_k, m->num_features);
@@ -356,6 +362,46 @@ emit_importance(TsEmitter *em)
 		}
 }
 
+/* Emit the importance rows of every segment, in order of first appearance. */
+static void
+emit_segments(TsEmitter *em)
+{
+	const TsModel *m = em->model;
+	size_t		columns = (size_t) m->num_outputs * m->num_features;
+	Datum		values[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
+
+	for (int i = 0; i < ts_groups_count(em->groups); i++)
+	{
+		int64		rows;
+		const double *sums = ts_groups_get(em->groups, i, &values[0], &nulls[0], &rows);
+
+		values[5] = Int64GetDatum(rows);
+		for (int32 k = 0; k < m->num_outputs; k++)
+			for (int32 j = 0; j < m->num_features; j++)
+			{
+				size_t		c = (size_t) k * m->num_features + j;
+
+				values[1] = Int32GetDatum(k);
+				values[2] = em->feature_text[j];
+				values[3] = Float8GetDatum(sums[c] / rows);
+				values[4] = Float8GetDatum(sums[columns + c] / rows);
+				tuplestore_putvalues(em->store, em->desc, values, nulls);
+			}
+	}
+}
+
+/* Add one row's contributions to its segment's sums. */
+static void
+add_to_segment(TsEmitter *em, Datum segment, bool isnull, const double *row_phi)
+{
+	int64	   *rows;
+	double	   *sums = ts_groups_find(em->groups, segment, isnull, &rows);
+
+	ts_importance_add_rows(row_phi, 1, em->model->num_outputs, em->model->num_features, sums);
+	(*rows)++;
+}
+
 /* Keys of one pipelined batch, copied out of SPI's tuples (freed by the next fetch). */
 typedef struct TsKeySlot
 {
@@ -465,6 +511,8 @@ consume_batch(TsEmitter *em, const TsKeySlot *ks, int32 n, const double *result)
 		else if (em->kind == TS_RESULT_TOP)
 			emit_top_features(em, ks->keys[i], ks->key_null[i],
 							  result + i * m->num_outputs * ts_topk_width(em->top_k));
+		else if (em->kind == TS_RESULT_SEGMENTS)
+			add_to_segment(em, ks->keys[i], ks->key_null[i], result + i * (columns + m->num_outputs));
 		else
 			emit_contribs(em, ks->keys[i], ks->key_null[i],
 						  result + i * (columns + m->num_outputs));
@@ -685,6 +733,8 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 			run_query_cpu(&em, cached, query, key_type);
 		if (kind == TS_RESULT_IMPORTANCE)
 			emit_importance(&em);
+		else if (kind == TS_RESULT_SEGMENTS)
+			emit_segments(&em);
 	}
 	PG_FINALLY();
 	{
@@ -775,6 +825,17 @@ Datum
 treeshap_feature_importance(PG_FUNCTION_ARGS)
 {
 	return explain_common(fcinfo, TS_RESULT_IMPORTANCE, NULL);
+}
+
+/*
+ * treeshap.feature_importance(model, query, segment_type): the same per
+ * segment, the value of the query's first column (of segment_type), as
+ * GROUP BY that column over explain_shap would give.
+ */
+Datum
+treeshap_feature_importance_segments(PG_FUNCTION_ARGS)
+{
+	return explain_common(fcinfo, TS_RESULT_SEGMENTS, NULL);
 }
 
 /* Feature array argument as float32 features; NULL elements are missing. */
