@@ -58,7 +58,7 @@ SELECT is(pg_temp.differing('by_text', $q$CASE WHEN id % 4 = 0 THEN NULL ELSE 'g
           'text segments with NULLs: the same, the NULL rows one segment');
 SELECT is((SELECT count(DISTINCT segment) FROM by_int WHERE fixture = 'reg'), 3::bigint,
           'three integer segments');
-SELECT is((SELECT array_agg(DISTINCT coalesce(segment, '(null)') ORDER BY coalesce(segment, '(null)'))
+SELECT is((SELECT array_agg(DISTINCT coalesce(segment, '(null)') COLLATE "C" ORDER BY coalesce(segment, '(null)') COLLATE "C")
              FROM by_text WHERE fixture = 'multiclass'),
           ARRAY['(null)', 'g0', 'g1'], 'text segments: two values and NULL');
 SELECT is((SELECT pg_typeof(segment)::text FROM by_text LIMIT 1), 'text', 'segments come back in segment_type');
