@@ -52,7 +52,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*/*.h) cuda/ts_cuda.h
 
-cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh cuda/ts_predict.cuh
+cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh cuda/ts_predict.cuh cuda/ts_device_array.cuh
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 EXTRA_CLEAN = cuda/*.o src/*/*.o

@@ -8,6 +8,7 @@
  */
 #include "ts_predict.cuh"
 
+#include "ts_device_array.cuh"
 #include "ts_warp_dp.cuh"
 
 struct TsGpuForest
@@ -124,20 +125,6 @@ launch_predict(const TsGpuForest *f, const float *x, int32_t nrows, int32_t num_
 			*f, x, nrows, num_features, out);
 }
 
-/* cudaMalloc and copy of count elements; *dev stays NULL on failure. */
-template <typename T>
-cudaError_t
-copy_up(T **dev, const T *host, size_t count)
-{
-	void	   *p = nullptr;
-	cudaError_t rc = cudaMalloc(&p, count * sizeof(T) + (count == 0 ? 8 : 0));
-
-	*dev = rc == cudaSuccess ? (T *) p : nullptr;
-	if (rc != cudaSuccess || count == 0)
-		return rc;
-	return cudaMemcpy(p, host, count * sizeof(T), cudaMemcpyHostToDevice);
-}
-
 }								/* namespace */
 
 static_assert(sizeof(TsGpuNode) == 16, "a node is one 16-byte load");
@@ -152,13 +139,13 @@ ts_forest_upload(const TsGpuForestDesc *desc, int32_t num_outputs, TsGpuForest *
 	f->num_trees = desc->num_trees;
 	f->leaf_width = width;
 	f->num_outputs = num_outputs;
-	if ((rc = copy_up(&f->nodes, desc->nodes, (size_t) desc->num_nodes)) != cudaSuccess ||
-		(rc = copy_up(&f->roots, desc->roots, (size_t) desc->num_trees)) != cudaSuccess ||
-		(rc = copy_up(&f->groups, desc->groups, (size_t) desc->num_trees)) != cudaSuccess ||
-		(rc = copy_up(&f->values, desc->values, (size_t) desc->num_leaves * width)) != cudaSuccess ||
-		(rc = copy_up(&f->base, desc->base_margin, (size_t) num_outputs)) != cudaSuccess ||
+	if ((rc = ts_upload_array(&f->nodes, desc->nodes, (size_t) desc->num_nodes)) != cudaSuccess ||
+		(rc = ts_upload_array(&f->roots, desc->roots, (size_t) desc->num_trees)) != cudaSuccess ||
+		(rc = ts_upload_array(&f->groups, desc->groups, (size_t) desc->num_trees)) != cudaSuccess ||
+		(rc = ts_upload_array(&f->values, desc->values, (size_t) desc->num_leaves * width)) != cudaSuccess ||
+		(rc = ts_upload_array(&f->base, desc->base_margin, (size_t) num_outputs)) != cudaSuccess ||
 		(desc->cat_pool_len > 0 &&
-		 (rc = copy_up(&f->cat_pool, desc->cat_pool, (size_t) desc->cat_pool_len)) != cudaSuccess))
+		 (rc = ts_upload_array(&f->cat_pool, desc->cat_pool, (size_t) desc->cat_pool_len)) != cudaSuccess))
 	{
 		ts_forest_free(f);
 		*out = nullptr;

@@ -16,6 +16,8 @@
 #include <cstring>
 
 #include "ts_quad.cuh"
+
+#include "ts_device_array.cuh"
 #include "ts_warp_dp.cuh"
 
 namespace
@@ -334,20 +336,6 @@ launch_points(const TsQuadTable *q, const QuadArgs<Real> &a, cudaStream_t stream
 	return launch_quad<Real, TS_GPU_QUAD_MAX_POINTS, kQuadRowsPerThread>(q, a, stream);
 }
 
-template <typename T>
-cudaError_t
-upload_array(T **dst, const T *src, int64_t count)
-{
-	void	   *p = nullptr;
-	size_t		bytes = (size_t) (count > 0 ? count : 0) * sizeof(T);
-	cudaError_t rc = cudaMalloc(&p, bytes > 0 ? bytes : 16);
-
-	*dst = (T *) p;
-	if (rc != cudaSuccess || bytes == 0)
-		return rc;
-	return cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice);
-}
-
 /* Coefficients rounded to float, on the device. */
 __global__ void
 to_single_kernel(const double *__restrict__ in, int64_t count, float *__restrict__ out)
@@ -378,14 +366,14 @@ ts_quad_upload(const TsGpuQuadDesc *desc, int32_t num_features, int32_t num_outp
 	for (int n = 0; n <= TS_GPU_QUAD_MAX_POINTS; n++)
 		for (int i = 0; i < TS_GPU_QUAD_MAX_POINTS; i++)
 			single[n][i] = (float) desc->unsat_weight[n][i];
-	if ((rc = upload_array(&q->chunks, desc->chunks, desc->num_chunks)) != cudaSuccess ||
-		(rc = upload_array(&q->paths, desc->paths, desc->num_paths)) != cudaSuccess ||
-		(rc = upload_array(&q->elems, desc->elems, desc->num_elems)) != cudaSuccess ||
-		(rc = upload_array(&q->elem_cat, desc->elem_cat, desc->elem_cat ? desc->num_elems : 0)) != cudaSuccess ||
-		(rc = upload_array(&q->coef, desc->coef, desc->num_coef)) != cudaSuccess ||
-		(rc = upload_array(&q->slot_column, desc->slot_column, desc->num_slots)) != cudaSuccess ||
+	if ((rc = ts_upload_array(&q->chunks, desc->chunks, desc->num_chunks)) != cudaSuccess ||
+		(rc = ts_upload_array(&q->paths, desc->paths, desc->num_paths)) != cudaSuccess ||
+		(rc = ts_upload_array(&q->elems, desc->elems, desc->num_elems)) != cudaSuccess ||
+		(rc = ts_upload_array(&q->elem_cat, desc->elem_cat, desc->elem_cat ? desc->num_elems : 0)) != cudaSuccess ||
+		(rc = ts_upload_array(&q->coef, desc->coef, desc->num_coef)) != cudaSuccess ||
+		(rc = ts_upload_array(&q->slot_column, desc->slot_column, desc->num_slots)) != cudaSuccess ||
 		(desc->values != nullptr &&
-		 (rc = upload_array(&q->values, desc->values, desc->num_paths * desc->value_width)) != cudaSuccess) ||
+		 (rc = ts_upload_array(&q->values, desc->values, desc->num_paths * desc->value_width)) != cudaSuccess) ||
 		(rc = cudaMalloc(&q->coef_single, (size_t) (desc->num_coef > 0 ? desc->num_coef : 1) * sizeof(float))) != cudaSuccess ||
 		(rc = cudaMemcpyToSymbol(unsat_weight_double, desc->unsat_weight, sizeof(desc->unsat_weight))) != cudaSuccess ||
 		(rc = cudaMemcpyToSymbol(unsat_weight_single, single, sizeof(single))) != cudaSuccess)
