@@ -21,8 +21,8 @@
 
 #include "backend/ts_batch.h"
 #include "backend/ts_catalog.h"
+#include "backend/ts_emit.h"
 #include "backend/ts_gpu_pg.h"
-#include "backend/ts_groups.h"
 #include "core/ts_interactions.h"
 #include "backend/ts_settings.h"
 #include "backend/ts_threads.h"
@@ -38,17 +38,6 @@ PG_FUNCTION_INFO_V1(treeshap_predict);
 PG_FUNCTION_INFO_V1(treeshap_explain_top_features);
 PG_FUNCTION_INFO_V1(treeshap_shap_values);
 
-typedef enum TsResultKind
-{
-	TS_RESULT_LONG,				/* (key, output, feature, shap_value) */
-	TS_RESULT_WIDE,				/* (key, output, base_value, shap_values[]) */
-	TS_RESULT_PREDICT,			/* (key, output, margin, prediction) */
-	TS_RESULT_INTERACTIONS,		/* (key, output, feature_a, feature_b, interaction) */
-	TS_RESULT_IMPORTANCE,		/* (output, feature, mean_abs_shap, mean_shap, rows), at the end */
-	TS_RESULT_SEGMENTS,			/* the same per segment (the query's first column), at the end */
-	TS_RESULT_TOP				/* (key, output, prediction, base_value, rank, feature, shap_value) */
-} TsResultKind;
-
 /*
  * GPU interaction batches are capped so that one result buffer stays within
  * this many bytes, whatever the number of features (a row of a 784-feature,
@@ -56,23 +45,6 @@ typedef enum TsResultKind
  */
 #define TS_INTERACTION_BUFFER_BYTES ((Size) 256 * 1024 * 1024)
 
-/* State shared by the emitters of one call. */
-typedef struct TsEmitter
-{
-	TsResultKind kind;
-	Tuplestorestate *store;
-	TupleDesc	desc;
-	const TsModel *model;
-	const TsPathTable *paths;
-	Datum	   *feature_text;	/* feature names as text, for the long forms */
-	TsShapAlgorithm algorithm;	/* CPU SHAP algorithm (treeshap.algorithm) */
-	TsRunSpec	spec;			/* what the GPU computes, and the interaction options */
-	double	   *sums;			/* importance: sums of |phi| and of phi per (output, feature) */
-	TsGroups   *groups;			/* segmented importance: those sums per segment */
-	int32		top_k;			/* top features: k, at most the model's features */
-	double	   *margins;		/* top features, predict: a row's margins, then its predictions */
-	int64		rows;			/* importance: rows seen */
-} TsEmitter;
 
 /* The first two arguments as C strings; NULL is an error, not an empty set. */
 static void
@@ -194,214 +166,6 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	}
 }
 
-/* Emit (key, output, margin, prediction) rows of one input row from its margins and predictions. */
-static void
-emit_prediction(TsEmitter *em, Datum key, bool key_null, const double *margin)
-{
-	const TsModel *m = em->model;
-	const double *link = margin + m->num_outputs;
-	Datum		values[4];
-	bool		nulls[4] = {key_null, false, false, false};
-
-	values[0] = key;
-	for (int32 k = 0; k < m->num_outputs; k++)
-	{
-		values[1] = Int32GetDatum(k);
-		values[2] = Float8GetDatum(margin[k]);
-		values[3] = Float8GetDatum(link[k]);
-		tuplestore_putvalues(em->store, em->desc, values, nulls);
-	}
-}
-
-/*
- * A one-dimensional float8[] built straight from doubles: the same bytes
- * construct_array() makes, without a Datum per element (wide results of
- * models with many features spend most of their time here).
- */
-static ArrayType *
-float8_array(const double *values, int32 n)
-{
-	Size		nbytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) n;
-	ArrayType  *a;
-
-	if (n == 0)
-		return construct_empty_array(FLOAT8OID);
-	a = palloc0(nbytes);
-	SET_VARSIZE(a, nbytes);
-	a->ndim = 1;
-	a->dataoffset = 0;
-	a->elemtype = FLOAT8OID;
-	ARR_DIMS(a)[0] = n;
-	ARR_LBOUND(a)[0] = 1;
-	memcpy(ARR_DATA_PTR(a), values, sizeof(double) * (Size) n);
-	return a;
-}
-
-/* Emit the result rows of one input row from its contributions (outputs x (features + 1)). */
-static void
-emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
-{
-	const TsModel *m = em->model;
-	int32		nf = m->num_features;
-	Datum		values[4];
-	bool		nulls[4] = {key_null, false, false, false};
-
-	values[0] = key;
-	for (int32 k = 0; k < m->num_outputs; k++)
-	{
-		const double *phi = row_phi + (size_t) k * (nf + 1);
-
-		values[1] = Int32GetDatum(k);
-		if (em->kind == TS_RESULT_WIDE)
-		{
-			values[2] = Float8GetDatum(phi[nf]);
-			values[3] = PointerGetDatum(float8_array(phi, nf));
-			tuplestore_putvalues(em->store, em->desc, values, nulls);
-			pfree(DatumGetPointer(values[3]));
-			continue;
-		}
-		for (int32 j = 0; j < nf; j++)
-		{
-			values[2] = em->feature_text[j];
-			values[3] = Float8GetDatum(phi[j]);
-			tuplestore_putvalues(em->store, em->desc, values, nulls);
-		}
-	}
-}
-
-/*
- * Emit one input row's interaction matrix rows: per output and selected
- * feature a, the diagonal and every nonzero (a, b); a zero off-diagonal
- * entry (a pair on no common path the row can reach) is left out.
- */
-static void
-emit_interactions(TsEmitter *em, Datum key, bool key_null, const double *out)
-{
-	const TsFeatureSelection *sel = em->spec.selection;
-	int32		nf = em->model->num_features;
-	Datum		values[5];
-	bool		nulls[5] = {key_null, false, false, false, false};
-
-	values[0] = key;
-	for (int32 k = 0; k < em->model->num_outputs; k++)
-	{
-		values[1] = Int32GetDatum(k);
-		for (int32 s = 0; s < sel->count; s++)
-		{
-			int32		a = sel->features[s];
-			const double *r = out + ((size_t) k * sel->count + s) * nf;
-
-			values[2] = em->feature_text[a];
-			for (int32 b = 0; b < nf; b++)
-			{
-				if (b != a && r[b] == 0.0)
-					continue;
-				values[3] = em->feature_text[b];
-				values[4] = Float8GetDatum(r[b]);
-				tuplestore_putvalues(em->store, em->desc, values, nulls);
-			}
-		}
-	}
-}
-
-/*
- * Emit one input row's top features (outputs x ts_topk_width records): per
- * output, k rows by rank, each with the row's prediction for that output
- * (the link of its margin, across outputs for softmax).
- */
-static void
-emit_top_features(TsEmitter *em, Datum key, bool key_null, const double *top)
-{
-	const TsModel *m = em->model;
-	size_t		width = ts_topk_width(em->top_k);
-	double	   *prediction = em->margins + m->num_outputs;
-	Datum		values[7];
-	bool		nulls[7] = {key_null, false, false, false, false, false, false};
-
-	for (int32 k = 0; k < m->num_outputs; k++)
-		em->margins[k] = top[k * width];
-	ts_model_link(m, em->margins, prediction);
-	values[0] = key;
-	for (int32 k = 0; k < m->num_outputs; k++)
-	{
-		const double *rec = top + k * width;
-
-		values[1] = Int32GetDatum(k);
-		values[2] = Float8GetDatum(prediction[k]);
-		values[3] = Float8GetDatum(rec[1]);
-		for (int32 r = 0; r < em->top_k; r++)
-		{
-			values[4] = Int32GetDatum(r + 1);
-			values[5] = em->feature_text[(int32) rec[2 + em->top_k + r]];
-			values[6] = Float8GetDatum(rec[2 + r]);
-			tuplestore_putvalues(em->store, em->desc, values, nulls);
-		}
-	}
-}
-
-/* Emit the importance rows: means over the rows seen (NULL when there were none). */
-static void
-emit_importance(TsEmitter *em)
-{
-	const TsModel *m = em->model;
-	size_t		columns = (size_t) m->num_outputs * m->num_features;
-	Datum		values[5];
-	bool		nulls[5] = {false, false, em->rows == 0, em->rows == 0, false};
-
-	values[4] = Int64GetDatum(em->rows);
-	for (int32 k = 0; k < m->num_outputs; k++)
-		for (int32 j = 0; j < m->num_features; j++)
-		{
-			size_t		c = (size_t) k * m->num_features + j;
-
-			values[0] = Int32GetDatum(k);
-			values[1] = em->feature_text[j];
-			values[2] = Float8GetDatum(em->rows > 0 ? em->sums[c] / em->rows : 0.0);
-			values[3] = Float8GetDatum(em->rows > 0 ? em->sums[columns + c] / em->rows : 0.0);
-			tuplestore_putvalues(em->store, em->desc, values, nulls);
-		}
-}
-
-/* Emit the importance rows of every segment, in order of first appearance. */
-static void
-emit_segments(TsEmitter *em)
-{
-	const TsModel *m = em->model;
-	size_t		columns = (size_t) m->num_outputs * m->num_features;
-	Datum		values[6];
-	bool		nulls[6] = {false, false, false, false, false, false};
-
-	for (int i = 0; i < ts_groups_count(em->groups); i++)
-	{
-		int64		rows;
-		const double *sums = ts_groups_get(em->groups, i, &values[0], &nulls[0], &rows);
-
-		values[5] = Int64GetDatum(rows);
-		for (int32 k = 0; k < m->num_outputs; k++)
-			for (int32 j = 0; j < m->num_features; j++)
-			{
-				size_t		c = (size_t) k * m->num_features + j;
-
-				values[1] = Int32GetDatum(k);
-				values[2] = em->feature_text[j];
-				values[3] = Float8GetDatum(sums[c] / rows);
-				values[4] = Float8GetDatum(sums[columns + c] / rows);
-				tuplestore_putvalues(em->store, em->desc, values, nulls);
-			}
-	}
-}
-
-/* Add one row's contributions to its segment's sums. */
-static void
-add_to_segment(TsEmitter *em, Datum segment, bool isnull, const double *row_phi)
-{
-	int64	   *rows;
-	double	   *sums = ts_groups_find(em->groups, segment, isnull, &rows);
-
-	ts_importance_add_rows(row_phi, 1, em->model->num_outputs, em->model->num_features, sums);
-	(*rows)++;
-}
-
 /* Keys of one pipelined batch, copied out of SPI's tuples (freed by the next fetch). */
 typedef struct TsKeySlot
 {
@@ -483,42 +247,6 @@ phase_charge(TsPhaseClock *c, instr_time *phase)
 	c->mark = now;
 }
 
-/* Emit (or, for importance, add up) one finished batch. */
-static void
-consume_batch(TsEmitter *em, const TsKeySlot *ks, int32 n, const double *result)
-{
-	const TsModel *m = em->model;
-	size_t		columns = (size_t) m->num_outputs * m->num_features;
-
-	if (em->kind == TS_RESULT_IMPORTANCE)
-	{
-		for (size_t c = 0; c < 2 * columns; c++)
-			em->sums[c] += result[c];
-		em->rows += n;
-		return;
-	}
-	for (int32 i = 0; i < n; i++)
-	{
-		if (em->kind == TS_RESULT_PREDICT)
-		{
-			memcpy(em->margins, result + (size_t) i * m->num_outputs, sizeof(double) * m->num_outputs);
-			ts_model_link(m, em->margins, em->margins + m->num_outputs);
-			emit_prediction(em, ks->keys[i], ks->key_null[i], em->margins);
-		}
-		else if (em->kind == TS_RESULT_INTERACTIONS)
-			emit_interactions(em, ks->keys[i], ks->key_null[i],
-							  result + i * columns * em->spec.selection->count);
-		else if (em->kind == TS_RESULT_TOP)
-			emit_top_features(em, ks->keys[i], ks->key_null[i],
-							  result + i * m->num_outputs * ts_topk_width(em->top_k));
-		else if (em->kind == TS_RESULT_SEGMENTS)
-			add_to_segment(em, ks->keys[i], ks->key_null[i], result + i * (columns + m->num_outputs));
-		else
-			emit_contribs(em, ks->keys[i], ks->key_null[i],
-						  result + i * (columns + m->num_outputs));
-	}
-}
-
 /*
  * Results of one CPU run are kept within this many bytes: rows of a wide
  * model's interactions can take megabytes each.
@@ -557,8 +285,10 @@ consume_cpu_rows(TsEmitter *em, const TsBatchReader *reader, uint64 first, int64
 				 const double *out)
 {
 	const TsModel *m = em->model;
-	TsKeySlot	ks = {reader->keys + first, reader->key_null + first, NULL};
+	const Datum *keys = reader->keys + first;
+	const bool *key_null = reader->key_null + first;
 
+	/* the CPU's rows hold per-row results; predictions come linked already */
 	if (em->kind == TS_RESULT_IMPORTANCE)
 	{
 		ts_importance_add_rows(out, count, m->num_outputs, m->num_features, em->sums);
@@ -567,16 +297,10 @@ consume_cpu_rows(TsEmitter *em, const TsBatchReader *reader, uint64 first, int64
 	else if (em->kind == TS_RESULT_PREDICT)
 	{
 		for (int64 i = 0; i < count; i++)
-			emit_prediction(em, ks.keys[i], ks.key_null[i], out + i * 2 * (Size) m->num_outputs);
-	}
-	else if (em->kind == TS_RESULT_TOP)
-	{
-		for (int64 i = 0; i < count; i++)
-			emit_top_features(em, ks.keys[i], ks.key_null[i],
-							  out + i * m->num_outputs * ts_topk_width(em->top_k));
+			ts_emit_prediction(em, keys[i], key_null[i], out + i * 2 * (Size) m->num_outputs);
 	}
 	else
-		consume_batch(em, &ks, (int32) count, out);
+		ts_emit_batch(em, keys, key_null, (int32) count, out);
 }
 
 /* Read the query batch by batch and compute on the session's CPU threads; the model stays pinned. */
@@ -659,7 +383,7 @@ run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const char 
 		int32		next_n;
 
 		if (pending >= 0)
-			consume_batch(em, &ks[pending], pending_n, pending_phi);
+			ts_emit_batch(em, ks[pending].keys, ks[pending].key_null, pending_n, pending_phi);
 		phase_charge(&clock, &clock.emit);
 		CHECK_FOR_INTERRUPTS();
 		next_n = fetch_into_slot(&reader, run, other, &ks[other], key_len, key_byval);
@@ -676,7 +400,7 @@ run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const char 
 		running_n = next_n;
 	}
 	if (pending >= 0)
-		consume_batch(em, &ks[pending], pending_n, pending_phi);
+		ts_emit_batch(em, ks[pending].keys, ks[pending].key_null, pending_n, pending_phi);
 	phase_charge(&clock, &clock.emit);
 	ts_batch_close(&reader);
 	elog(DEBUG1, "treeshap gpu run: %lld rows in %lld batches; fetch+convert %.1f ms, waiting for gpu %.1f ms, emit %.1f ms",
@@ -731,10 +455,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 		}
 		else
 			run_query_cpu(&em, cached, query, key_type);
-		if (kind == TS_RESULT_IMPORTANCE)
-			emit_importance(&em);
-		else if (kind == TS_RESULT_SEGMENTS)
-			emit_segments(&em);
+		ts_emit_totals(&em);
 	}
 	PG_FINALLY();
 	{
