@@ -4,8 +4,10 @@ GPU machine: per model, the quadrature SHAP kernel's and the prediction
 kernel's rows/s (bench/build/ts_bench, rows already on the GPU), then through
 SQL from a heap table in one warm session: a count(*) scan of the table,
 explain_shap_wide and explain_top_features (k = 10) on the GPU, and predict
-on the GPU and on every CPU core (their margins' sums must be equal). Prints
-one JSON record per model, then the table of ratios to the kernels.
+on the GPU and on every CPU core (their margins' sums must be equal), each
+read from a query and from the table itself (regclass, direct scan; the
+results must be equal). Prints one JSON record per model, then the table of
+ratios to the kernels.
 
     python3 bench/throughput.py WORK_DIR NAME[:ROWS] [NAME[:ROWS] ...]
 
@@ -58,28 +60,44 @@ def measure(work, spec):
     kernel, predict_kernel = kernel_rates(work, name)
     conn = connect("gpu")
     load(conn, work, name, table, features, rows)
-    src = f"'SELECT * FROM {table}'"
+    query, tab = f"'SELECT * FROM {table}'", f"'{table}'::regclass, 'id'"
+    wide_sql = "SELECT count(*), sum(base_value + shap_values[1]) FROM treeshap.explain_shap_wide('{}', {})"
+    top_sql = "SELECT count(*), sum(shap_value * rank) FROM treeshap.explain_top_features('{}', {}, k => {})"
+    predict_sql = "SELECT count(*), sum(margin) FROM treeshap.predict('{}', {})"
     with conn.cursor() as cur:
         cur.execute(f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', 'SELECT * FROM {table} LIMIT 10')")
-        wide, wide_res = best_rate(cur, f"SELECT count(*), sum(base_value + shap_values[1]) "
-                                        f"FROM treeshap.explain_shap_wide('{name}', {src})", rows)
-        top, top_res = best_rate(cur, f"SELECT count(*), sum(shap_value * rank) "
-                                      f"FROM treeshap.explain_top_features('{name}', {src}, k => {TOP_K})", rows)
+        wide, wide_res = best_rate(cur, wide_sql.format(name, query), rows)
+        wide_t, wide_t_res = best_rate(cur, wide_sql.format(name, tab), rows)
+        top, top_res = best_rate(cur, top_sql.format(name, query, TOP_K), rows)
+        top_t, top_t_res = best_rate(cur, top_sql.format(name, tab, TOP_K), rows)
         scan, _ = best_rate(cur, f"SELECT count(*) FROM {table}", rows)
-        predict_sql = f"SELECT count(*), sum(margin) FROM treeshap.predict('{name}', {src})"
-        pred, pred_res = best_rate(cur, predict_sql, rows)
+        pred, pred_res = best_rate(cur, predict_sql.format(name, query), rows)
+        pred_t, pred_t_res = best_rate(cur, predict_sql.format(name, tab), rows)
+        # the result tuplestore spills to a temporary file beyond work_mem (4 MB by default)
+        cur.execute("SET work_mem = '1GB'")
+        pred_t_mem, pred_t_mem_res = best_rate(cur, predict_sql.format(name, tab), rows)
+        cur.execute("RESET work_mem")
         cur.execute("SET treeshap.device = cpu")
-        pred_cpu, pred_cpu_res = best_rate(cur, predict_sql, rows)
+        pred_cpu, pred_cpu_res = best_rate(cur, predict_sql.format(name, query), rows)
+        pred_cpu_t, pred_cpu_t_res = best_rate(cur, predict_sql.format(name, tab), rows)
         cur.execute("SET treeshap.device = gpu")
     conn.close()
+    same = {"wide": wide_res == wide_t_res, "top": top_res == top_t_res,
+            "predict": pred_res == pred_t_res == pred_t_mem_res == pred_cpu_res == pred_cpu_t_res}
     return {"kind": "throughput", "name": name, "rows": rows, "features": features, "outputs": outputs,
             "kernel_rows_per_s": kernel, "wide_rows_per_s": wide, "wide_over_kernel": wide / kernel,
+            "wide_table_rows_per_s": wide_t, "wide_table_over_kernel": wide_t / kernel,
             "top_k": TOP_K, "top_rows_per_s": top, "top_over_kernel": top / kernel,
+            "top_table_rows_per_s": top_t, "top_table_over_kernel": top_t / kernel,
             "scan_rows_per_s": scan, "predict_kernel_rows_per_s": predict_kernel,
             "predict_rows_per_s": pred, "predict_over_kernel": pred / predict_kernel,
-            "predict_cpu_rows_per_s": pred_cpu, "predict_gpu_over_cpu": pred / pred_cpu,
-            "predict_gpu_equals_cpu": pred_res == pred_cpu_res, "cores": os.cpu_count(),
-            "repeatable": all(len(r) == 1 for r in (wide_res, top_res, pred_res, pred_cpu_res))}
+            "predict_table_rows_per_s": pred_t, "predict_table_over_kernel": pred_t / predict_kernel,
+            "predict_table_work_mem_1gb_rows_per_s": pred_t_mem,
+            "predict_cpu_rows_per_s": pred_cpu, "predict_cpu_table_rows_per_s": pred_cpu_t,
+            "predict_gpu_over_cpu": pred / pred_cpu, "predict_gpu_equals_cpu": pred_res == pred_cpu_res,
+            "table_equals_query": same, "cores": os.cpu_count(),
+            "repeatable": all(len(r) == 1 for r in (wide_res, top_res, pred_res, pred_cpu_res, wide_t_res,
+                                                     top_t_res, pred_t_res, pred_t_mem_res, pred_cpu_t_res))}
 
 
 def main():
@@ -90,19 +108,28 @@ def main():
         print(json.dumps(rec), flush=True)
         recs.append(rec)
     print("\nrows/s through SQL, one warm session, GPU service; SHAP kernel: quadrature, double")
-    print("| model | rows | SHAP kernel | explain_shap_wide | / kernel | top 10 features | / kernel |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("query: the rows read by 'SELECT * FROM t'; table: by 't'::regclass, 'id' (direct scan)")
+    print("| model | rows | SHAP kernel | wide, query | / kernel | wide, table | / kernel "
+          "| top 10, query | / kernel | top 10, table | / kernel |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in recs:
         print(f"| {r['name']} | {r['rows']} | {r['kernel_rows_per_s']:.0f} | {r['wide_rows_per_s']:.0f} "
-              f"| {r['wide_over_kernel']:.2f} | {r['top_rows_per_s']:.0f} | {r['top_over_kernel']:.2f} |")
+              f"| {r['wide_over_kernel']:.2f} | {r['wide_table_rows_per_s']:.0f} | {r['wide_table_over_kernel']:.2f} "
+              f"| {r['top_rows_per_s']:.0f} | {r['top_over_kernel']:.2f} | {r['top_table_rows_per_s']:.0f} "
+              f"| {r['top_table_over_kernel']:.2f} |")
     print(f"\npredict: kernel over 1M rows on the GPU; through SQL on the GPU and on {os.cpu_count()} CPU threads")
-    print("| model | count(*) scan | predict kernel | predict, GPU | / kernel | predict, CPU | GPU / CPU | same margins |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print("| model | count(*) scan | predict kernel | GPU, query | GPU, table | GPU, table, work_mem 1GB "
+          "| CPU, query | CPU, table | GPU / CPU (table) | same margins |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in recs:
         print(f"| {r['name']} | {r['scan_rows_per_s']:.0f} | {r['predict_kernel_rows_per_s']:.0f} "
-              f"| {r['predict_rows_per_s']:.0f} | {r['predict_over_kernel']:.3f} | {r['predict_cpu_rows_per_s']:.0f} "
-              f"| {r['predict_gpu_over_cpu']:.2f} | {'yes' if r['predict_gpu_equals_cpu'] else 'NO'} |")
-    ok = all(r["repeatable"] and r["predict_gpu_equals_cpu"] for r in recs)
+              f"| {r['predict_rows_per_s']:.0f} | {r['predict_table_rows_per_s']:.0f} "
+              f"| {r['predict_table_work_mem_1gb_rows_per_s']:.0f} | {r['predict_cpu_rows_per_s']:.0f} "
+              f"| {r['predict_cpu_table_rows_per_s']:.0f} "
+              f"| {r['predict_table_rows_per_s'] / r['predict_cpu_table_rows_per_s']:.2f} "
+              f"| {'yes' if r['predict_gpu_equals_cpu'] and all(r['table_equals_query'].values()) else 'NO'} |")
+    ok = all(r["repeatable"] and r["predict_gpu_equals_cpu"] and all(r["table_equals_query"].values())
+             for r in recs)
     return 0 if ok else 1
 
 

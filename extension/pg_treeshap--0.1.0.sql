@@ -242,6 +242,100 @@ RETURNS TABLE (segment anyelement, output integer, feature text, mean_abs_shap d
 AS 'MODULE_PATHNAME', 'treeshap_feature_importance_segments'
 LANGUAGE C VOLATILE;
 
+-- Tables in: every form above also reads a table (regclass) in place of a
+-- query, its features matched by name like a query's columns and its key the
+-- column named by key_column. A plain table is read with a direct scan
+-- (views, partitioned tables and tables under row-level security through a
+-- generated SELECT). Passing NULL as key_column and NULL::<the table's row
+-- type> as key_type makes row_key the source row itself: every column passes
+-- through to the result, typed, to be read as (row_key).column. The column
+-- is a name (not text) so that a query form's text key type, as in
+-- predict(m, 'SELECT ...', NULL::text), still picks the query form.
+
+CREATE FUNCTION treeshap.explain_shap(model text, source regclass, key_column name)
+RETURNS TABLE (row_key bigint, output integer, feature text, shap_value double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_shap'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_shap(model text, source regclass, key_column name,
+                                      key_type anyelement)
+RETURNS TABLE (row_key anyelement, output integer, feature text, shap_value double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_shap'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_shap_wide(model text, source regclass, key_column name)
+RETURNS TABLE (row_key bigint, output integer, base_value double precision,
+               shap_values double precision[])
+AS 'MODULE_PATHNAME', 'treeshap_explain_shap_wide'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_shap_wide(model text, source regclass, key_column name,
+                                           key_type anyelement)
+RETURNS TABLE (row_key anyelement, output integer, base_value double precision,
+               shap_values double precision[])
+AS 'MODULE_PATHNAME', 'treeshap_explain_shap_wide'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_top_features(model text, source regclass, key_column name,
+                                              k integer DEFAULT 5)
+RETURNS TABLE (row_key bigint, output integer, prediction double precision,
+               base_value double precision, rank integer, feature text,
+               shap_value double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_top_features(model text, source regclass, key_column name,
+                                              key_type anyelement, k integer DEFAULT 5)
+RETURNS TABLE (row_key anyelement, output integer, prediction double precision,
+               base_value double precision, rank integer, feature text,
+               shap_value double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.predict(model text, source regclass, key_column name)
+RETURNS TABLE (row_key bigint, output integer, margin double precision,
+               prediction double precision)
+AS 'MODULE_PATHNAME', 'treeshap_predict'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.predict(model text, source regclass, key_column name,
+                                 key_type anyelement)
+RETURNS TABLE (row_key anyelement, output integer, margin double precision,
+               prediction double precision)
+AS 'MODULE_PATHNAME', 'treeshap_predict'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_interactions(model text, source regclass, key_column name,
+                                              features text[] DEFAULT NULL,
+                                              method text DEFAULT 'shapley')
+RETURNS TABLE (row_key bigint, output integer, feature_a text, feature_b text,
+               interaction double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_interactions'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_interactions(model text, source regclass, key_column name,
+                                              key_type anyelement,
+                                              features text[] DEFAULT NULL,
+                                              method text DEFAULT 'shapley')
+RETURNS TABLE (row_key anyelement, output integer, feature_a text, feature_b text,
+               interaction double precision)
+AS 'MODULE_PATHNAME', 'treeshap_explain_interactions'
+LANGUAGE C VOLATILE;
+
+-- every column of the table but the segment column may be a feature
+CREATE FUNCTION treeshap.feature_importance(model text, source regclass)
+RETURNS TABLE (output integer, feature text, mean_abs_shap double precision,
+               mean_shap double precision, rows bigint)
+AS 'MODULE_PATHNAME', 'treeshap_feature_importance'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.feature_importance(model text, source regclass, segment_column name,
+                                            segment_type anyelement)
+RETURNS TABLE (segment anyelement, output integer, feature text, mean_abs_shap double precision,
+               mean_shap double precision, rows bigint)
+AS 'MODULE_PATHNAME', 'treeshap_feature_importance_segments'
+LANGUAGE C VOLATILE;
+
 CREATE FUNCTION treeshap.shap_values(model text, features double precision[])
 RETURNS double precision[]
 AS 'MODULE_PATHNAME', 'treeshap_shap_values'

@@ -115,13 +115,13 @@ feature_column_type(TsBatchReader *r, TupleDesc desc, int attno, int32 j)
 }
 
 /*
- * Query column named like a feature: exact name first, then
+ * Column named like a feature, other than the key: exact name first, then
  * case-insensitive. A name longer than an identifier can be is matched by
  * the form PostgreSQL truncates it to (its first NAMEDATALEN - 1 bytes, cut
  * at a character boundary), since no column can carry the whole of it.
  */
 static int
-find_column(TupleDesc desc, const char *name)
+find_column(TupleDesc desc, int key_attno, const char *name)
 {
 	int			match = -1;
 	int			len = strlen(name);
@@ -130,19 +130,19 @@ find_column(TupleDesc desc, const char *name)
 	if (len >= NAMEDATALEN)
 		feature = pnstrdup(name, pg_mbcliplen(name, len, NAMEDATALEN - 1));
 
-	for (int a = 1; a < desc->natts; a++)
-		if (!TupleDescAttr(desc, a)->attisdropped &&
+	for (int a = 0; a < desc->natts; a++)
+		if (a != key_attno && !TupleDescAttr(desc, a)->attisdropped &&
 			strcmp(NameStr(TupleDescAttr(desc, a)->attname), feature) == 0)
 			return a;
-	for (int a = 1; a < desc->natts; a++)
+	for (int a = 0; a < desc->natts; a++)
 	{
-		if (TupleDescAttr(desc, a)->attisdropped ||
+		if (a == key_attno || TupleDescAttr(desc, a)->attisdropped ||
 			pg_strcasecmp(NameStr(TupleDescAttr(desc, a)->attname), feature) != 0)
 			continue;
 		if (match >= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_AMBIGUOUS_COLUMN),
-					 errmsg("feature \"%s\" matches more than one query column", feature)));
+					 errmsg("feature \"%s\" matches more than one column", feature)));
 		match = a;
 	}
 	return match;
@@ -152,65 +152,102 @@ find_column(TupleDesc desc, const char *name)
 static void
 bind_key(TsBatchReader *r, TupleDesc desc)
 {
-	Oid			in = getBaseType(TupleDescAttr(desc, 0)->atttypid);
+	Form_pg_attribute key;
+	Oid			in;
 
+	if (r->key_attno == TS_KEY_WHOLE_ROW || r->key_attno == TS_KEY_NONE)
+	{
+		/* the table source checked that key_type is the table's row type, or that there is none */
+		r->key_in_type = r->key_attno == TS_KEY_NONE ? InvalidOid : desc->tdtypeid;
+		return;
+	}
+	key = TupleDescAttr(desc, r->key_attno);
+	in = getBaseType(key->atttypid);
 	r->key_in_type = in;
 	if (r->key_type == InvalidOid || in == r->key_type || (is_integer_type(in) && is_integer_type(r->key_type)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_DATATYPE_MISMATCH),
 			 errmsg("row key column \"%s\" has type %s, but keys of type %s were requested",
-					NameStr(TupleDescAttr(desc, 0)->attname),
-					format_type_be(TupleDescAttr(desc, 0)->atttypid),
+					NameStr(key->attname), format_type_be(key->atttypid),
 					format_type_be(r->key_type)),
-			 errhint("Pass the key type as the third argument, e.g. NULL::%s.",
-					 format_type_be(TupleDescAttr(desc, 0)->atttypid))));
+			 errhint("Pass the key type as the key_type argument, e.g. NULL::%s.",
+					 format_type_be(key->atttypid))));
 }
 
-/* Map every model feature to a query column and check the types. */
-static void
-bind_columns(TsBatchReader *r, TupleDesc desc)
+/* The columns that may hold features, in order: every live one but the key. */
+static int
+feature_candidates(const TsBatchReader *r, TupleDesc desc, int *attnos)
+{
+	int			count = 0;
+
+	for (int a = 0; a < desc->natts; a++)
+		if (a != r->key_attno && !TupleDescAttr(desc, a)->attisdropped)
+			attnos[count++] = a;
+	return count;
+}
+
+/* Column of feature j, by name. */
+static int
+feature_by_name(const TsBatchReader *r, TupleDesc desc, int32 j)
+{
+	const char *name = r->model->feature_names[j];
+	int			attno = find_column(desc, r->key_attno, name);
+
+	if (attno < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("%s has no column for feature \"%s\"", r->rel != NULL ? "table" : "query", name),
+				 strlen(name) >= NAMEDATALEN ?
+				 errdetail("Names longer than %d bytes are matched by their first %d bytes, as PostgreSQL truncates identifiers.",
+						   NAMEDATALEN - 1, NAMEDATALEN - 1) : 0,
+				 errhint("Set treeshap.match_columns to position to match columns by position.")));
+	return attno;
+}
+
+/*
+ * Map every model feature to a column and check the types: by name when the
+ * model has names (and treeshap.match_columns says so), else the columns
+ * other than the key in order.
+ */
+void
+ts_batch_bind(TsBatchReader *r, TupleDesc desc)
 {
 	int32		nf = r->model->num_features;
-	bool		by_name = r->model->feature_names != NULL && ts_match_columns == TS_MATCH_NAME;
+	bool		by_name = !r->positional && r->model->feature_names != NULL &&
+		ts_match_columns == TS_MATCH_NAME;
+	int		   *candidates = palloc(sizeof(int) * Max(desc->natts, 1));
+	int			count;
 
-	if (desc->natts < 1)
+	if (desc->natts < 1 && r->rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("query must return a row key column followed by feature columns")));
 	bind_key(r, desc);
+	count = feature_candidates(r, desc, candidates);
 	r->feature_attno = palloc(sizeof(int) * nf);
 	r->feature_type = palloc(sizeof(Oid) * nf);
 	r->feature_text = palloc(nf);
-	if (!by_name && desc->natts - 1 != nf)
+	if (!by_name && count != nf)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("query returns %d feature columns, but the model has %d features",
-						desc->natts - 1, nf),
+				 errmsg("%s %d feature columns, but the model has %d features",
+						r->rel != NULL ? "table has" : "query returns", count, nf),
 				 r->model->feature_names == NULL ?
-				 errdetail("The model has no feature names, so columns after the row key are matched by position.") :
-				 errdetail("treeshap.match_columns is position, so columns after the row key are matched by position.")));
+				 errdetail("The model has no feature names, so the columns other than the row key are matched by position.") :
+				 errdetail("treeshap.match_columns is position, so the columns other than the row key are matched by position.")));
+	r->natts_read = Max(r->key_attno + 1, 0);
 	for (int32 j = 0; j < nf; j++)
 	{
-		int			attno = j + 1;
+		int			attno = by_name ? feature_by_name(r, desc, j) : candidates[j];
 
-		if (by_name)
-		{
-			attno = find_column(desc, r->model->feature_names[j]);
-			if (attno < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_COLUMN),
-						 errmsg("query has no column for feature \"%s\"", r->model->feature_names[j]),
-						 strlen(r->model->feature_names[j]) >= NAMEDATALEN ?
-						 errdetail("Names longer than %d bytes are matched by their first %d bytes, as PostgreSQL truncates identifiers.",
-								   NAMEDATALEN - 1, NAMEDATALEN - 1) : 0,
-						 errhint("Set treeshap.match_columns to position to match columns by position.")));
-		}
 		r->feature_attno[j] = attno;
 		r->feature_type[j] = feature_column_type(r, desc, attno, j);
+		r->natts_read = Max(r->natts_read, attno + 1);
 	}
-	r->values = palloc(sizeof(Datum) * desc->natts);
-	r->isnull = palloc(sizeof(bool) * desc->natts);
+	pfree(candidates);
+	r->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	r->isnull = palloc(sizeof(bool) * Max(desc->natts, 1));
 	r->bound = true;
 }
 
@@ -307,17 +344,24 @@ is_select_plan(SPIPlanPtr plan)
 		SPI_is_cursor_plan(plan);
 }
 
-/* Open the cursor; read_only so the query cannot modify data. */
+/* Reader state common to both sources; the batch memory lives under the current context. */
 void
-ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key_type)
+ts_batch_init(TsBatchReader *r, const TsModel *model, Oid key_type)
 {
-	SPIPlanPtr	plan;
-
 	memset(r, 0, sizeof(*r));
 	r->model = model;
 	r->key_type = key_type;
 	r->batch_rows = ts_batch_rows;
-	plan = SPI_prepare(query, 0, NULL);
+	r->batch_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap batch",
+											 ALLOCSET_DEFAULT_SIZES);
+}
+
+/* Open a cursor over query; read_only so the query cannot modify data. */
+void
+ts_batch_open_query(TsBatchReader *r, const char *query)
+{
+	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+
 	if (plan == NULL)
 		elog(ERROR, "could not prepare query: %s", SPI_result_code_string(SPI_result));
 	if (!is_select_plan(plan))
@@ -325,64 +369,99 @@ ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key
 				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
 				 errmsg("query must be a single SELECT or VALUES that returns rows")));
 	r->portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	r->batch_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap batch",
-											 ALLOCSET_DEFAULT_SIZES);
 }
 
-/* Fetch up to batch_rows rows and convert them. */
-uint64
-ts_batch_next(TsBatchReader *r)
+/* Open the user's query, keyed by its first column. */
+void
+ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key_type)
+{
+	ts_batch_init(r, model, key_type);
+	ts_batch_open_query(r, query);
+}
+
+/* Make room for a batch of up to room rows (the previous batch's memory is freed). */
+void
+ts_batch_start(TsBatchReader *r, uint64 room)
+{
+	MemoryContext old;
+
+	MemoryContextReset(r->batch_context);
+	old = MemoryContextSwitchTo(r->batch_context);
+	r->x = r->x_target != NULL ? r->x_target
+		: palloc_extended(sizeof(float) * Max(room, 1) * r->model->num_features, MCXT_ALLOC_HUGE);
+	r->keys = palloc(sizeof(Datum) * Max(room, 1));
+	r->key_null = palloc(sizeof(bool) * Max(room, 1));
+	MemoryContextSwitchTo(old);
+}
+
+/* Convert row i of the batch from its deformed columns; the key as the source gives it. */
+void
+ts_batch_convert_row(TsBatchReader *r, uint64 i, Datum key, bool key_null,
+					 const Datum *values, const bool *isnull)
 {
 	int32		nf = r->model->num_features;
-	MemoryContext old;
+	float	   *row = r->x + i * nf;
+
+	r->key_null[i] = key_null;
+	r->keys[i] = key_null ? (Datum) 0 : convert_key(r, key);
+	for (int32 j = 0; j < nf; j++)
+	{
+		int			a = r->feature_attno[j];
+
+		if (isnull[a])
+			row[j] = NAN;
+		else if (r->feature_text[j] != 0)
+			row[j] = category_code(r->model, j, values[a], r->feature_text[j]);
+		else
+			row[j] = feature_value(values[a], r->feature_type[j]);
+	}
+	ts_model_prepare_row(r->model, row);
+}
+
+/* Fetch up to batch_rows rows of the cursor and convert them. */
+static uint64
+query_next(TsBatchReader *r)
+{
 	SPITupleTable *tt;
+	MemoryContext old;
 
 	if (SPI_tuptable != NULL)
 		SPI_freetuptable(SPI_tuptable);
-	MemoryContextReset(r->batch_context);
 	SPI_cursor_fetch(r->portal, true, r->batch_rows);
 	tt = SPI_tuptable;
 	if (!r->bound)
-		bind_columns(r, tt->tupdesc);
+		ts_batch_bind(r, tt->tupdesc);
 	r->nrows = SPI_processed;
-	if (r->nrows == 0)
-		return 0;
-
+	ts_batch_start(r, r->nrows);
 	old = MemoryContextSwitchTo(r->batch_context);
-	r->x = r->x_target != NULL ? r->x_target
-		: palloc_extended(sizeof(float) * r->nrows * nf, MCXT_ALLOC_HUGE);
-	r->keys = palloc(sizeof(Datum) * r->nrows);
-	r->key_null = palloc(sizeof(bool) * r->nrows);
 	for (uint64 i = 0; i < r->nrows; i++)
 	{
-		float	   *row = r->x + i * nf;
-
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, r->values, r->isnull);
-		r->key_null[i] = r->isnull[0];
-		r->keys[i] = r->isnull[0] ? (Datum) 0 : convert_key(r, r->values[0]);
-		for (int32 j = 0; j < nf; j++)
-		{
-			int			a = r->feature_attno[j];
-
-			if (r->isnull[a])
-				row[j] = NAN;
-			else if (r->feature_text[j] != 0)
-				row[j] = category_code(r->model, j, r->values[a], r->feature_text[j]);
-			else
-				row[j] = feature_value(r->values[a], r->feature_type[j]);
-		}
-		ts_model_prepare_row(r->model, row);
+		ts_batch_convert_row(r, i, r->values[r->key_attno], r->isnull[r->key_attno],
+							 r->values, r->isnull);
 	}
 	MemoryContextSwitchTo(old);
 	return r->nrows;
 }
 
-/* Close the cursor and free batch memory. */
+/* Fetch and convert the next batch; 0 at the end. */
+uint64
+ts_batch_next(TsBatchReader *r)
+{
+	return r->scan != NULL ? ts_table_scan_next(r) : query_next(r);
+}
+
+/* Close the cursor or the scan and free batch memory. */
 void
 ts_batch_close(TsBatchReader *r)
 {
-	if (SPI_tuptable != NULL)
-		SPI_freetuptable(SPI_tuptable);
-	SPI_cursor_close(r->portal);
+	if (r->portal != NULL)
+	{
+		if (SPI_tuptable != NULL)
+			SPI_freetuptable(SPI_tuptable);
+		SPI_cursor_close(r->portal);
+	}
+	if (r->rel != NULL)
+		ts_table_scan_close(r);
 	MemoryContextDelete(r->batch_context);
 }

@@ -1,18 +1,32 @@
 /*
- * ts_batch.h - reading a user query through an SPI cursor in batches of
- * treeshap.batch_rows rows, converted to row-major float32 features (NaN for
- * missing) plus the row keys, in the layout the SHAP engines take.
+ * ts_batch.h - reading the rows to explain in batches of treeshap.batch_rows
+ * rows, converted to row-major float32 features (NaN for missing) plus the
+ * row keys, in the layout the SHAP engines take. The rows come from a user
+ * query (an SPI cursor) or from a table (a direct scan where PostgreSQL would
+ * read the table the same way, else a generated query: see ts_table_source.c).
  */
 #ifndef TS_BATCH_H
 #define TS_BATCH_H
 
+#include "access/tableam.h"
 #include "executor/spi.h"
+#include "utils/rel.h"
 
 #include "model/ts_model.h"
 
+/* Key "columns" of a table that are none: the whole row (row_key is the source row itself), or no key. */
+#define TS_KEY_WHOLE_ROW (-1)
+#define TS_KEY_NONE (-2)
+
 typedef struct TsBatchReader
 {
-	Portal		portal;
+	Portal		portal;			/* query input, or a table read through a query */
+	Relation	rel;			/* table input, open (and locked) while reading */
+	TableScanDesc scan;			/* direct scan of rel; NULL when read through a query */
+	TupleTableSlot *slot;
+	bool		scan_done;		/* the scan returned its last row */
+	int			key_attno;		/* key column (0-based), or TS_KEY_WHOLE_ROW */
+	bool		positional;		/* features are the columns after the key, in model order */
 	const TsModel *model;
 	int			batch_rows;
 	Oid			key_type;		/* type the caller wants keys in */
@@ -20,7 +34,10 @@ typedef struct TsBatchReader
 	/* binding, made from the first batch's tuple descriptor */
 	bool		bound;
 	Oid			key_in_type;
-	int		   *feature_attno;	/* per model feature: query column (0-based) */
+	int16		key_len;		/* direct scans copy the key out of the slot */
+	bool		key_byval;
+	int		   *feature_attno;	/* per model feature: column (0-based) */
+	int			natts_read;		/* columns deformed per row: up to the last one used */
 	Oid		   *feature_type;	/* base type of that column */
 	char	   *feature_text;	/* text-like column mapped by the model's dictionary:
 								 * 't' text/varchar, 'b' char(n), 'e' enum; else 0 */
@@ -46,6 +63,25 @@ extern void ts_batch_open(TsBatchReader *r, const char *query, const TsModel *mo
 extern uint64 ts_batch_next(TsBatchReader *r);
 
 extern void ts_batch_close(TsBatchReader *r);
+
+/*
+ * Read a table's rows, keyed by key_column (NULL: the whole row, when
+ * key_type is the table's row type); the relation is locked for the read.
+ */
+extern void ts_batch_open_table(TsBatchReader *r, Oid relid, const char *key_column,
+								const TsModel *model, Oid key_type);
+
+/* Common to both sources (ts_batch.c), used by ts_table_source.c. */
+extern void ts_batch_init(TsBatchReader *r, const TsModel *model, Oid key_type);
+extern void ts_batch_open_query(TsBatchReader *r, const char *query);
+extern void ts_batch_bind(TsBatchReader *r, TupleDesc desc);
+extern void ts_batch_start(TsBatchReader *r, uint64 room);
+extern void ts_batch_convert_row(TsBatchReader *r, uint64 i, Datum key, bool key_null,
+								 const Datum *values, const bool *isnull);
+
+/* Direct scans (ts_table_source.c). */
+extern uint64 ts_table_scan_next(TsBatchReader *r);
+extern void ts_table_scan_close(TsBatchReader *r);
 
 /* Feature name as users see it: the model's name or f<index>. */
 extern char *ts_feature_name(const TsModel *model, int32 j);

@@ -46,16 +46,49 @@ PG_FUNCTION_INFO_V1(treeshap_shap_values);
 #define TS_INTERACTION_BUFFER_BYTES ((Size) 256 * 1024 * 1024)
 
 
-/* The first two arguments as C strings; NULL is an error, not an empty set. */
-static void
-get_model_and_query(FunctionCallInfo fcinfo, char **model, char **query)
+/* Where a call's rows come from: a query, or a table with its key column. */
+typedef struct TsSource
 {
+	char	   *query;			/* NULL for a table */
+	Oid			relid;
+	char	   *key_column;		/* NULL: the whole row, or no key */
+} TsSource;
+
+/*
+ * The model name and the rows' source: the second argument is a query
+ * (text) or a table (regclass), whose forms take the key column's name as
+ * the third, except feature_importance(model, table). NULL model or source
+ * is an error, not an empty set.
+ */
+static void
+get_model_and_source(FunctionCallInfo fcinfo, TsResultKind kind, char **model, TsSource *src)
+{
+	bool		table = get_fn_expr_argtype(fcinfo->flinfo, 1) == REGCLASSOID;
+
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("model name and query must not be null")));
+				 errmsg("model name and %s must not be null", table ? "source table" : "query")));
 	*model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	*query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	memset(src, 0, sizeof(*src));
+	if (!table)
+	{
+		src->query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+		return;
+	}
+	src->relid = PG_GETARG_OID(1);
+	if (kind != TS_RESULT_IMPORTANCE && !PG_ARGISNULL(2))
+		src->key_column = pstrdup(NameStr(*PG_GETARG_NAME(2)));
+}
+
+/* Open the reader on a call's source. */
+static void
+open_source(TsBatchReader *reader, const TsSource *src, const TsModel *model, Oid key_type)
+{
+	if (src->query != NULL)
+		ts_batch_open(reader, src->query, model, key_type);
+	else
+		ts_batch_open_table(reader, src->relid, src->key_column, model, key_type);
 }
 
 /* Options of explain_interactions and explain_top_features, read before the model is. */
@@ -305,7 +338,7 @@ consume_cpu_rows(TsEmitter *em, const TsBatchReader *reader, uint64 first, int64
 
 /* Read the query batch by batch and compute on the session's CPU threads; the model stays pinned. */
 static void
-run_query_cpu(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_type)
+run_query_cpu(TsEmitter *em, TsCachedModel *cached, const TsSource *src, Oid key_type)
 {
 	TsBatchReader reader;
 	TsCpuRows	rows;
@@ -313,7 +346,7 @@ run_query_cpu(TsEmitter *em, TsCachedModel *cached, const char *query, Oid key_t
 	Size		nf = cached->model->num_features;
 	uint64		n;
 
-	ts_batch_open(&reader, query, cached->model, key_type);
+	open_source(&reader, src, cached->model, key_type);
 	while ((n = ts_batch_next(&reader)) > 0)
 	{
 		for (uint64 first = 0; first < n; first += span)
@@ -350,7 +383,7 @@ gpu_batch_rows(const TsEmitter *em)
  * results of batch k-1 and fetches and converts batch k+1 into the other slot.
  */
 static void
-run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const char *query,
+run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const TsSource *src,
 			  Oid key_type)
 {
 	TsBatchReader reader;
@@ -370,7 +403,7 @@ run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const char 
 	if (key_type != InvalidOid)
 		get_typlenbyval(key_type, &key_len, &key_byval);
 	INSTR_TIME_SET_CURRENT(clock.mark);
-	ts_batch_open(&reader, query, cached->model, key_type);
+	open_source(&reader, src, cached->model, key_type);
 	reader.batch_rows = gpu_batch_rows(em);
 	running_n = start_run(&reader, runp, cached, &em->spec, ks, key_len, key_byval);
 	run = *runp;
@@ -432,14 +465,14 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *model_name;
-	char	   *query;
+	TsSource	src;
 	TsCachedModel *volatile cached = NULL;
 	TsGpuRun   *volatile run = NULL;
 	TsEmitter	em;
 	Oid			key_type;
 	bool		use_gpu;
 
-	get_model_and_query(fcinfo, &model_name, &query);
+	get_model_and_source(fcinfo, kind, &model_name, &src);
 	use_gpu = !cpu_only(args) && ts_device_use_gpu(true);
 	InitMaterializedSRF(fcinfo, 0);
 	key_type = kind == TS_RESULT_IMPORTANCE ? InvalidOid : TupleDescAttr(rsinfo->setDesc, 0)->atttypid;
@@ -451,10 +484,10 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 		emitter_init(&em, kind, rsinfo, cached, args);
 		if (use_gpu)
 		{
-			run_query_gpu(&em, (TsGpuRun **) &run, cached, query, key_type);
+			run_query_gpu(&em, (TsGpuRun **) &run, cached, &src, key_type);
 		}
 		else
-			run_query_cpu(&em, cached, query, key_type);
+			run_query_cpu(&em, cached, &src, key_type);
 		ts_emit_totals(&em);
 	}
 	PG_FINALLY();
