@@ -8,7 +8,7 @@ BEGIN;
 \ir setup.sql
 SET treeshap.device = cpu;
 
-SELECT plan(9);
+SELECT plan(10);
 
 -- one call per fixture and thread count, its rows as text (float8 out prints every bit)
 CREATE FUNCTION pg_temp.run(kind text, f text, threads int, batch int DEFAULT 10000)
@@ -49,6 +49,24 @@ SELECT is(pg_temp.differing('predict'), NULL, 'predict: every fixture bitwise eq
 SELECT is(pg_temp.differing('importance', 7), NULL,
           'feature_importance: every fixture bitwise equal on 1 and 3 threads (sums in row order)');
 SELECT is(pg_temp.differing('shapley'), NULL, 'Shapley interactions: every fixture bitwise equal on 1 and 3 threads');
+
+-- With threads, the backend fetches and emits while the other threads
+-- compute: a treeshap call inside the user's query (here per row, in a
+-- feature's expression) runs then, on the backend alone, and changes nothing.
+CREATE FUNCTION pg_temp.nested_margin(key bigint) RETURNS float8 LANGUAGE sql AS $$
+  SELECT margin FROM treeshap.predict('binary', pg_temp.fx_query('binary') || ' AND id = ' || key)
+$$;
+SET LOCAL treeshap.cpu_threads = 3;
+SET LOCAL treeshap.batch_rows = 7;
+SET LOCAL extra_float_digits = 3;
+SELECT is((SELECT array_agg(format('%s %s %s', row_key, margin, prediction) ORDER BY row_key)
+             FROM treeshap.predict('reg', replace(pg_temp.fx_query('reg'), 'x[1] AS',
+                                                  'x[1] + 0 * pg_temp.nested_margin(id) AS'))),
+          (SELECT array_agg(r ORDER BY split_part(r, ' ', 1)::bigint)
+             FROM (SELECT split_part(r, ' ', 1) || ' ' || split_part(r, ' ', 3) || ' ' || split_part(r, ' ', 4) AS r
+                     FROM pg_temp.run('predict', 'reg', 1) r) s),
+          'a treeshap call nested in the query of a threaded call: the same predictions');
+RESET treeshap.batch_rows;
 
 -- the threads of this backend, from /proc (Linux)
 CREATE FUNCTION pg_temp.backend_threads() RETURNS bigint LANGUAGE sql AS $$

@@ -312,14 +312,12 @@ cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
 	return span;
 }
 
-/* Emit (or add up) the results of count rows of the reader's batch from first on. */
+/* Emit (or add up) the results of count rows with these keys. */
 static void
-consume_cpu_rows(TsEmitter *em, const TsBatchReader *reader, uint64 first, int64 count,
+consume_cpu_rows(TsEmitter *em, const Datum *keys, const bool *key_null, int64 count,
 				 const double *out)
 {
 	const TsModel *m = em->model;
-	const Datum *keys = reader->keys + first;
-	const bool *key_null = reader->key_null + first;
 
 	/* the CPU's rows hold per-row results; predictions come linked already */
 	if (em->kind == TS_RESULT_IMPORTANCE)
@@ -336,28 +334,147 @@ consume_cpu_rows(TsEmitter *em, const TsBatchReader *reader, uint64 first, int64
 		ts_emit_batch(em, keys, key_null, (int32) count, out);
 }
 
-/* Read the query batch by batch and compute on the session's CPU threads; the model stays pinned. */
+/* Batch by batch, each computed on the session's threads (the backend's too), then emitted. */
+static void
+run_cpu_serial(TsEmitter *em, TsBatchReader *reader, TsCpuRows *rows, int64 span)
+{
+	Size		nf = em->model->num_features;
+	uint64		n;
+
+	while ((n = ts_batch_next(reader)) > 0)
+	{
+		for (uint64 first = 0; first < n; first += span)
+		{
+			int64		count = Min(span, (int64) (n - first));
+
+			rows->x = reader->x + first * nf;
+			ts_cpu_rows_compute(rows, count);
+			consume_cpu_rows(em, reader->keys + first, reader->key_null + first, count, rows->out);
+		}
+	}
+}
+
+/* Byte length and passing of a call's keys (importance keys are never looked at). */
+static void
+key_typlen(Oid key_type, int16 *key_len, bool *key_byval)
+{
+	*key_len = sizeof(Datum);
+	*key_byval = true;
+	if (key_type != InvalidOid)
+		get_typlenbyval(key_type, key_len, key_byval);
+}
+
+/* A pipelined CPU run's two sets of buffers: rows in and out, and their keys. */
+typedef struct TsCpuSlots
+{
+	TsCpuRows	rows[2];
+	float	   *x[2];
+	TsKeySlot	keys[2];
+	int16		key_len;
+	bool		key_byval;
+} TsCpuSlots;
+
+/* Allocate both sets; the first reuses the prototype's output buffer. */
+static void
+cpu_slots_init(TsCpuSlots *s, const TsCpuRows *proto, int64 span, Oid key_type)
+{
+	Size		row_bytes = sizeof(double) * Max(ts_cpu_rows_width(proto), 1);
+
+	key_typlen(key_type, &s->key_len, &s->key_byval);
+	for (int i = 0; i < 2; i++)
+	{
+		s->rows[i] = *proto;
+		s->x[i] = palloc_extended(sizeof(float) * span * Max(proto->model->num_features, 1),
+								  MCXT_ALLOC_HUGE);
+		s->rows[i].x = s->x[i];
+		if (i > 0)
+			s->rows[i].out = palloc_extended(row_bytes * span, MCXT_ALLOC_HUGE);
+		s->keys[i].keys = palloc(sizeof(Datum) * span);
+		s->keys[i].key_null = palloc(sizeof(bool) * span);
+		s->keys[i].context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
+												   ALLOCSET_DEFAULT_SIZES);
+	}
+}
+
+/* Fetch the next batch into slot i's input and keep its keys; returns its rows. */
+static int64
+fetch_into_cpu_slot(TsBatchReader *reader, TsCpuSlots *s, int i)
+{
+	reader->x_target = s->x[i];
+	ts_batch_next(reader);
+	keep_keys(reader, &s->keys[i], s->key_len, s->key_byval);
+	return (int64) reader->nrows;
+}
+
+/*
+ * The CPU pipeline, as the GPU's: while the other threads compute batch k,
+ * the backend emits batch k-1's results and fetches batch k+1, then joins
+ * batch k's rows. Results are those of the serial loop, row for row.
+ */
+static void
+cpu_pipeline(TsEmitter *em, TsBatchReader *reader, TsCpuSlots *s)
+{
+	int			cur = 0;
+	int			pending = -1;
+	int64		pending_n = 0;
+	int64		n = fetch_into_cpu_slot(reader, s, 0);
+
+	while (n > 0)
+	{
+		int			other = 1 - cur;
+		int64		next_n;
+
+		ts_cpu_rows_begin(&s->rows[cur], n);
+		if (pending >= 0)
+			consume_cpu_rows(em, s->keys[pending].keys, s->keys[pending].key_null, pending_n,
+							 s->rows[pending].out);
+		next_n = fetch_into_cpu_slot(reader, s, other);
+		ts_cpu_rows_end(&s->rows[cur], n);
+		pending = cur;
+		pending_n = n;
+		cur = other;
+		n = next_n;
+	}
+	if (pending >= 0)
+		consume_cpu_rows(em, s->keys[pending].keys, s->keys[pending].key_null, pending_n,
+						 s->rows[pending].out);
+}
+
+/* The pipeline over batches of span rows; an ERROR first stops the threads. */
+static void
+run_cpu_overlapped(TsEmitter *em, TsBatchReader *reader, const TsCpuRows *proto, int64 span,
+				   Oid key_type)
+{
+	TsCpuSlots	slots;
+
+	cpu_slots_init(&slots, proto, span, key_type);
+	reader->batch_rows = (int) span;
+	PG_TRY();
+	{
+		cpu_pipeline(em, reader, &slots);
+	}
+	PG_CATCH();
+	{
+		/* no thread may still write the slots when the ERROR frees them */
+		ts_cpu_rows_abandon();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/* Read the rows batch by batch and compute on the session's CPU threads; the model stays pinned. */
 static void
 run_query_cpu(TsEmitter *em, TsCachedModel *cached, const TsSource *src, Oid key_type)
 {
 	TsBatchReader reader;
 	TsCpuRows	rows;
 	int64		span = cpu_rows_init(em, &rows);
-	Size		nf = cached->model->num_features;
-	uint64		n;
 
 	open_source(&reader, src, cached->model, key_type);
-	while ((n = ts_batch_next(&reader)) > 0)
-	{
-		for (uint64 first = 0; first < n; first += span)
-		{
-			int64		count = Min(span, (int64) (n - first));
-
-			rows.x = reader.x + first * nf;
-			ts_cpu_rows_compute(&rows, count);
-			consume_cpu_rows(em, &reader, first, count, rows.out);
-		}
-	}
+	if (ts_cpu_rows_can_overlap(&rows))
+		run_cpu_overlapped(em, &reader, &rows, span, key_type);
+	else
+		run_cpu_serial(em, &reader, &rows, span);
 	ts_batch_close(&reader);
 }
 
@@ -400,8 +517,7 @@ run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const TsSou
 				batches = 0;
 	TsGpuRun   *run;
 
-	if (key_type != InvalidOid)
-		get_typlenbyval(key_type, &key_len, &key_byval);
+	key_typlen(key_type, &key_len, &key_byval);
 	INSTR_TIME_SET_CURRENT(clock.mark);
 	open_source(&reader, src, cached->model, key_type);
 	reader.batch_rows = gpu_batch_rows(em);

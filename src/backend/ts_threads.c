@@ -15,6 +15,13 @@
 
 static TsRowPool *session_pool;
 
+/*
+ * Whether the pool is running rows while the backend does other work: a
+ * call nested in that work (a treeshap function in the user's query) then
+ * runs on the backend alone, and the pool is not replaced under the run.
+ */
+static bool pool_overlapping;
+
 int
 ts_cpu_threads_now(void)
 {
@@ -30,6 +37,8 @@ ts_cpu_threads_now(void)
 static TsRowPool *
 session_row_pool(int threads)
 {
+	if (pool_overlapping)
+		return NULL;
 	if (ts_row_pool_threads(session_pool) == threads)
 		return session_pool;
 	ts_row_pool_destroy(session_pool);
@@ -58,4 +67,40 @@ ts_cpu_rows_compute(TsCpuRows *r, int64 nrows)
 	/* an interrupt that raises nothing (a reload, say) costs a rerun of the rows */
 	while (!ts_cpu_rows_run(r, session_row_pool(r->threads), nrows, interrupt_pending))
 		CHECK_FOR_INTERRUPTS();
+}
+
+bool
+ts_cpu_rows_can_overlap(const TsCpuRows *r)
+{
+	return r->threads >= 2 && !pool_overlapping &&
+		ts_row_pool_threads(session_row_pool(r->threads)) == r->threads;
+}
+
+void
+ts_cpu_rows_begin(TsCpuRows *r, int64 nrows)
+{
+	Assert(!pool_overlapping);
+	ts_cpu_rows_start(r, session_pool, nrows, interrupt_pending);
+	pool_overlapping = true;
+}
+
+void
+ts_cpu_rows_end(TsCpuRows *r, int64 nrows)
+{
+	bool		done = ts_row_pool_finish(session_pool);
+
+	pool_overlapping = false;
+	if (done)
+		return;
+	CHECK_FOR_INTERRUPTS();
+	ts_cpu_rows_compute(r, nrows);
+}
+
+void
+ts_cpu_rows_abandon(void)
+{
+	if (!pool_overlapping)
+		return;
+	ts_row_pool_abandon(session_pool);
+	pool_overlapping = false;
 }

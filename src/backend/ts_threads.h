@@ -19,4 +19,16 @@ extern int	ts_cpu_threads_now(void);
  */
 extern void ts_cpu_rows_compute(TsCpuRows *r, int64 nrows);
 
+/*
+ * Overlapping a run with the backend's own work: whether r's threads are
+ * running (at least one besides the backend); begin starts nrows rows of r
+ * on the other threads and returns; end has the backend join and waits,
+ * with ts_cpu_rows_compute's cancellation; a caller that leaves between
+ * them by an ERROR must call abandon before r's buffers are freed.
+ */
+extern bool ts_cpu_rows_can_overlap(const TsCpuRows *r);
+extern void ts_cpu_rows_begin(TsCpuRows *r, int64 nrows);
+extern void ts_cpu_rows_end(TsCpuRows *r, int64 nrows);
+extern void ts_cpu_rows_abandon(void);
+
 #endif							/* TS_THREADS_H */

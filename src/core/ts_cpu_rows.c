@@ -104,3 +104,10 @@ ts_cpu_rows_run(TsCpuRows *r, TsRowPool *pool, int64_t nrows, TsStopRequested st
 	return ts_row_pool_run(pool, nrows, chunk_rows(nrows, ts_row_pool_threads(pool)), rows_task, r,
 						   stop_requested);
 }
+
+void
+ts_cpu_rows_start(TsCpuRows *r, TsRowPool *pool, int64_t nrows, TsStopRequested stop_requested)
+{
+	ts_row_pool_start(pool, nrows, chunk_rows(nrows, ts_row_pool_threads(pool)), rows_task, r,
+					  stop_requested);
+}

@@ -54,4 +54,11 @@ extern size_t ts_cpu_rows_scratch_len(const TsCpuRows *r);
 extern bool ts_cpu_rows_run(TsCpuRows *r, TsRowPool *pool, int64_t nrows,
 							TsStopRequested stop_requested);
 
+/*
+ * Start the same run on the pool's helpers alone (pool not NULL, with no
+ * more threads than r->threads); ts_row_pool_finish() joins and ends it.
+ */
+extern void ts_cpu_rows_start(TsCpuRows *r, TsRowPool *pool, int64_t nrows,
+							  TsStopRequested stop_requested);
+
 #endif							/* TS_CPU_ROWS_H */

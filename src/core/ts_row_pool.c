@@ -201,13 +201,11 @@ ts_row_pool_threads(const TsRowPool *pool)
 	return pool == NULL ? 1 : pool->threads;
 }
 
-bool
-ts_row_pool_run(TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task, void *arg,
-				TsStopRequested stop_requested)
+/* Set up a run of task over rows [0, nrows) and wake the helpers (a NULL pool is the caller alone). */
+static void
+begin_run(TsRowPool *run, TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task,
+		  void *arg, TsStopRequested stop_requested)
 {
-	TsRowPool	alone = {.threads = 1};
-	TsRowPool  *run = pool != NULL ? pool : &alone;
-
 	run->task = task;
 	run->arg = arg;
 	run->nrows = nrows;
@@ -223,10 +221,42 @@ ts_row_pool_run(TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task, v
 		pthread_cond_broadcast(&pool->start);
 		pthread_mutex_unlock(&pool->lock);
 	}
+}
+
+bool
+ts_row_pool_run(TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task, void *arg,
+				TsStopRequested stop_requested)
+{
+	TsRowPool	alone = {.threads = 1};
+	TsRowPool  *run = pool != NULL ? pool : &alone;
+
+	begin_run(run, pool, nrows, chunk, task, arg, stop_requested);
 	take_chunks(run, 0, caller_check);
 	if (pool != NULL)
 		wait_for_helpers(pool, stop_requested);
 	return !atomic_load(&run->stop);
+}
+
+void
+ts_row_pool_start(TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task, void *arg,
+				  TsStopRequested stop_requested)
+{
+	begin_run(pool, pool, nrows, chunk, task, arg, stop_requested);
+}
+
+bool
+ts_row_pool_finish(TsRowPool *pool)
+{
+	take_chunks(pool, 0, caller_check);
+	wait_for_helpers(pool, pool->stop_requested);
+	return !atomic_load(&pool->stop);
+}
+
+void
+ts_row_pool_abandon(TsRowPool *pool)
+{
+	atomic_store(&pool->stop, true);
+	wait_for_helpers(pool, NULL);
 }
 
 void

@@ -46,6 +46,19 @@ extern int	ts_row_pool_threads(const TsRowPool *pool);
 extern bool ts_row_pool_run(TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task,
 							void *arg, TsStopRequested stop_requested);
 
+/*
+ * The same run in two halves, so that the caller can do other work while
+ * the helpers compute: start wakes the helpers (pool not NULL, at least one
+ * helper), finish has the caller take the rows left and wait for the
+ * helpers (false as ts_row_pool_run), and abandon, for a caller leaving
+ * between the two (an ERROR), stops the run and waits until no helper is
+ * in it, so that its buffers may be freed.
+ */
+extern void ts_row_pool_start(TsRowPool *pool, int64_t nrows, int64_t chunk, TsRowTask task,
+							  void *arg, TsStopRequested stop_requested);
+extern bool ts_row_pool_finish(TsRowPool *pool);
+extern void ts_row_pool_abandon(TsRowPool *pool);
+
 /* Stop and join the threads, free the pool. */
 extern void ts_row_pool_destroy(TsRowPool *pool);
 
