@@ -85,13 +85,14 @@ rows_task(void *arg, int thread, int64_t first, int64_t count)
 }
 
 /*
- * Chunks of rows a thread takes at a time: about eight per thread, so that
- * uneven rows even out, and whole when one row is all there is.
+ * The smallest chunk of rows a thread claims (the pool's chunks shrink to it
+ * as the rows run out): about a sixty-fourth of a thread's share, so that the
+ * last chunks end close together, and one row when rows are few.
  */
 static int64_t
 chunk_rows(int64_t nrows, int threads)
 {
-	int64_t		chunk = nrows / ((int64_t) threads * 8);
+	int64_t		chunk = nrows / ((int64_t) threads * 64);
 
 	return chunk > 0 ? chunk : 1;
 }

@@ -28,7 +28,7 @@ struct TsRowPool
 	TsRowTask	task;
 	void	   *arg;
 	int64_t		nrows;
-	int64_t		chunk;
+	int64_t		chunk;			/* the smallest chunk a thread claims */
 	atomic_int_fast64_t next_row;
 	atomic_bool stop;
 	TsStopRequested stop_requested;
@@ -56,6 +56,34 @@ caller_check(void)
 }
 
 /*
+ * Claim the next chunk of rows: a share of what is left (guided
+ * scheduling), never below the run's smallest chunk, so that the first
+ * chunks are large and the last ones small and no thread is left computing
+ * a large chunk alone at the end. Returns its size, 0 when no row is left.
+ */
+static int64_t
+claim_chunk(TsRowPool *pool, int64_t *first)
+{
+	int64_t		start = atomic_load(&pool->next_row);
+
+	for (;;)
+	{
+		int64_t		left = pool->nrows - start;
+		int64_t		count = left / (2 * (int64_t) pool->threads);
+
+		if (left <= 0)
+			return 0;
+		if (count < pool->chunk)
+			count = pool->chunk < left ? pool->chunk : left;
+		if (atomic_compare_exchange_weak(&pool->next_row, &start, start + count))
+		{
+			*first = start;
+			return count;
+		}
+	}
+}
+
+/*
  * Take chunks until the rows or the run are over. The jump out of a stopped
  * task is safe: tasks write only into buffers their caller owns and frees.
  */
@@ -73,13 +101,13 @@ take_chunks(TsRowPool *pool, int thread, TsInterruptCheck check)
 		for (;;)
 		{
 			int64_t		first;
+			int64_t		count;
 
 			check();
-			first = atomic_fetch_add(&pool->next_row, pool->chunk);
-			if (first >= pool->nrows)
+			count = claim_chunk(pool, &first);
+			if (count == 0)
 				break;
-			pool->task(pool->arg, thread, first,
-					   pool->chunk < pool->nrows - first ? pool->chunk : pool->nrows - first);
+			pool->task(pool->arg, thread, first, count);
 		}
 	}
 	ts_interrupt_check = saved;

@@ -39,7 +39,8 @@ extern TsRowPool *ts_row_pool_create(int threads);
 extern int	ts_row_pool_threads(const TsRowPool *pool);
 
 /*
- * Run task over rows [0, nrows) in chunks of chunk rows (a NULL pool runs
+ * Run task over rows [0, nrows) in chunks of at least chunk rows, each a
+ * share of the rows left, so that the threads finish close together (a NULL pool runs
  * them on the caller). Returns false when stop_requested said so and the
  * run was abandoned part way.
  */
