@@ -4,11 +4,69 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/tupmacs.h"
 #include "catalog/pg_type.h"
+#include "executor/tuptable.h"
 #include "utils/array.h"
 
 #include "backend/ts_emit.h"
 #include "core/ts_topk.h"
+
+/*
+ * A result tuple reused row after row, for results whose columns are all
+ * fixed-width values passed by value (predictions keyed by integers): the
+ * minimal tuple is formed once, and each row's values are written in place
+ * before the tuplestore copies it, where tuplestore_putvalues() would size,
+ * zero and fill a new tuple per row.
+ */
+struct TsTupleTemplate
+{
+	MinimalTuple tuple;
+	char	   *data;			/* the tuple's column bytes */
+	TupleTableSlot *slot;		/* hands the tuple to the tuplestore */
+	int			offsets[TS_TEMPLATE_MAX_COLUMNS];
+};
+
+/* A template for desc's rows, or NULL when a column is not fixed-width by value. */
+static TsTupleTemplate *
+template_create(TupleDesc desc)
+{
+	TsTupleTemplate *t;
+	Datum		values[TS_TEMPLATE_MAX_COLUMNS] = {0};
+	bool		nulls[TS_TEMPLATE_MAX_COLUMNS] = {0};
+	int			offset = 0;
+
+	if (desc->natts > TS_TEMPLATE_MAX_COLUMNS)
+		return NULL;
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attbyval || TupleDescAttr(desc, i)->attlen <= 0)
+			return NULL;
+	t = palloc(sizeof(TsTupleTemplate));
+	t->tuple = heap_form_minimal_tuple(desc, values, nulls);
+	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
+	/* the offsets heap_fill_tuple gave: each column at its alignment, no NULLs */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		offset = att_align_nominal(offset, att->attalign);
+		t->offsets[i] = offset;
+		offset += att->attlen;
+	}
+	t->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	return t;
+}
+
+/* Add a row of no NULLs through the template. */
+static void
+template_put(TsTupleTemplate *t, Tuplestorestate *store, TupleDesc desc, const Datum *values)
+{
+	for (int i = 0; i < desc->natts; i++)
+		store_att_byval(t->data + t->offsets[i], values[i], TupleDescAttr(desc, i)->attlen);
+	ExecStoreMinimalTuple(t->tuple, t->slot, false);
+	tuplestore_puttupleslot(store, t->slot);
+}
 
 /* Emit (key, output, margin, prediction) rows of one input row from its margins and predictions. */
 void
@@ -19,13 +77,21 @@ ts_emit_prediction(TsEmitter *em, Datum key, bool key_null, const double *margin
 	Datum		values[4];
 	bool		nulls[4] = {key_null, false, false, false};
 
+	if (!em->template_tried)
+	{
+		em->template = template_create(em->desc);
+		em->template_tried = true;
+	}
 	values[0] = key;
 	for (int32 k = 0; k < m->num_outputs; k++)
 	{
 		values[1] = Int32GetDatum(k);
 		values[2] = Float8GetDatum(margin[k]);
 		values[3] = Float8GetDatum(link[k]);
-		tuplestore_putvalues(em->store, em->desc, values, nulls);
+		if (em->template != NULL && !key_null)
+			template_put(em->template, em->store, em->desc, values);
+		else
+			tuplestore_putvalues(em->store, em->desc, values, nulls);
 	}
 }
 

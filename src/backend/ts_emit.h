@@ -27,6 +27,10 @@ typedef enum TsResultKind
 } TsResultKind;
 
 
+/* A result tuple reused row after row (ts_emit.c). */
+typedef struct TsTupleTemplate TsTupleTemplate;
+#define TS_TEMPLATE_MAX_COLUMNS 8
+
 /* State shared by the emitters of one call. */
 typedef struct TsEmitter
 {
@@ -43,6 +47,8 @@ typedef struct TsEmitter
 	int32		top_k;			/* top features: k, at most the model's features */
 	double	   *margins;		/* top features, predict: a row's margins, then its predictions */
 	int64		rows;			/* importance: rows seen */
+	TsTupleTemplate *template;	/* predict: rows of fixed-width columns, NULL when not */
+	bool		template_tried;
 } TsEmitter;
 
 /* Emit (key, output, margin, prediction) rows of one input row from its margins, then its predictions. */

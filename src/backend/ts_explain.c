@@ -180,6 +180,8 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
 	em->feature_text = NULL;
 	em->rows = 0;
+	em->template = NULL;
+	em->template_tried = false;
 	if (kind == TS_RESULT_IMPORTANCE)
 		em->sums = palloc0(sizeof(double) * 2 * Max(columns, 1));
 	if (kind == TS_RESULT_SEGMENTS)
