@@ -13,6 +13,7 @@
 #include "miscadmin.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
@@ -377,6 +378,40 @@ ts_batch_open(TsBatchReader *r, const char *query, const TsModel *model, Oid key
 {
 	ts_batch_init(r, model, key_type);
 	ts_batch_open_query(r, query);
+}
+
+void
+ts_batch_open_source(TsBatchReader *r, const TsSource *src, const TsModel *model, Oid key_type)
+{
+	if (src->query != NULL)
+		ts_batch_open(r, src->query, model, key_type);
+	else
+		ts_batch_open_table(r, src->relid, src->key_column, model, key_type);
+}
+
+void
+ts_key_slot_init(TsKeySlot *ks, int64 rows, Oid key_type)
+{
+	ks->keys = palloc(sizeof(Datum) * Max(rows, 1));
+	ks->key_null = palloc(sizeof(bool) * Max(rows, 1));
+	ks->context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
+										ALLOCSET_DEFAULT_SIZES);
+	ks->key_len = sizeof(Datum);
+	ks->key_byval = true;
+	if (key_type != InvalidOid)
+		get_typlenbyval(key_type, &ks->key_len, &ks->key_byval);
+}
+
+void
+ts_batch_keep_keys(const TsBatchReader *r, TsKeySlot *ks)
+{
+	MemoryContextReset(ks->context);
+	for (uint64 i = 0; i < r->nrows; i++)
+	{
+		ks->key_null[i] = r->key_null[i];
+		ks->keys[i] = r->key_null[i] || ks->key_byval ? r->keys[i]
+			: datumCopy(r->keys[i], false, ks->key_len);
+	}
 }
 
 /* Make room for a batch of up to room rows (the previous batch's memory is freed). */

@@ -71,6 +71,37 @@ extern void ts_batch_close(TsBatchReader *r);
 extern void ts_batch_open_table(TsBatchReader *r, Oid relid, const char *key_column,
 								const TsModel *model, Oid key_type);
 
+/* Where a call's rows come from: a query, or a table with its key column. */
+typedef struct TsSource
+{
+	char	   *query;			/* NULL for a table */
+	Oid			relid;
+	char	   *key_column;		/* NULL: the whole row, or no key */
+} TsSource;
+
+/* Open the reader on a call's source. */
+extern void ts_batch_open_source(TsBatchReader *r, const TsSource *src, const TsModel *model,
+								 Oid key_type);
+
+/*
+ * Keys of one batch kept past the next fetch, which frees the reader's
+ * (pipelines hold a batch's keys while the next one is read).
+ */
+typedef struct TsKeySlot
+{
+	Datum	   *keys;
+	bool	   *key_null;
+	MemoryContext context;		/* by-reference key copies */
+	int16		key_len;
+	bool		key_byval;
+} TsKeySlot;
+
+/* Room for rows keys of key_type (InvalidOid: keys never looked at). */
+extern void ts_key_slot_init(TsKeySlot *ks, int64 rows, Oid key_type);
+
+/* Keep the reader's current batch's keys in a slot. */
+extern void ts_batch_keep_keys(const TsBatchReader *r, TsKeySlot *ks);
+
 /* Common to both sources (ts_batch.c), used by ts_table_source.c. */
 extern void ts_batch_init(TsBatchReader *r, const TsModel *model, Oid key_type);
 extern void ts_batch_open_query(TsBatchReader *r, const char *query);

@@ -221,35 +221,46 @@ emit_top_features(TsEmitter *em, Datum key, bool key_null, const double *top)
 	}
 }
 
-/* Emit the importance rows: means over the rows seen (NULL when there were none). */
+/*
+ * Emit (output, feature, mean |SHAP|, mean SHAP) from column first on, one
+ * row per (output, feature), from sums over rows rows (the means NULL when
+ * there were none); values and nulls hold the caller's other columns.
+ */
 static void
-emit_importance(TsEmitter *em)
+emit_means(TsEmitter *em, const double *sums, int64 rows, Datum *values, bool *nulls, int first)
 {
 	const TsModel *m = em->model;
 	size_t		columns = (size_t) m->num_outputs * m->num_features;
-	Datum		values[5];
-	bool		nulls[5] = {false, false, em->rows == 0, em->rows == 0, false};
 
-	values[4] = Int64GetDatum(em->rows);
+	nulls[first + 2] = nulls[first + 3] = rows == 0;
 	for (int32 k = 0; k < m->num_outputs; k++)
 		for (int32 j = 0; j < m->num_features; j++)
 		{
 			size_t		c = (size_t) k * m->num_features + j;
 
-			values[0] = Int32GetDatum(k);
-			values[1] = em->feature_text[j];
-			values[2] = Float8GetDatum(em->rows > 0 ? em->sums[c] / em->rows : 0.0);
-			values[3] = Float8GetDatum(em->rows > 0 ? em->sums[columns + c] / em->rows : 0.0);
+			values[first] = Int32GetDatum(k);
+			values[first + 1] = em->feature_text[j];
+			values[first + 2] = Float8GetDatum(rows > 0 ? sums[c] / rows : 0.0);
+			values[first + 3] = Float8GetDatum(rows > 0 ? sums[columns + c] / rows : 0.0);
 			tuplestore_putvalues(em->store, em->desc, values, nulls);
 		}
+}
+
+/* Emit the importance rows: means over the rows seen. */
+static void
+emit_importance(TsEmitter *em)
+{
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	values[4] = Int64GetDatum(em->rows);
+	emit_means(em, em->sums, em->rows, values, nulls, 0);
 }
 
 /* Emit the importance rows of every segment, in order of first appearance. */
 static void
 emit_segments(TsEmitter *em)
 {
-	const TsModel *m = em->model;
-	size_t		columns = (size_t) m->num_outputs * m->num_features;
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
 
@@ -259,17 +270,7 @@ emit_segments(TsEmitter *em)
 		const double *sums = ts_groups_get(em->groups, i, &values[0], &nulls[0], &rows);
 
 		values[5] = Int64GetDatum(rows);
-		for (int32 k = 0; k < m->num_outputs; k++)
-			for (int32 j = 0; j < m->num_features; j++)
-			{
-				size_t		c = (size_t) k * m->num_features + j;
-
-				values[1] = Int32GetDatum(k);
-				values[2] = em->feature_text[j];
-				values[3] = Float8GetDatum(sums[c] / rows);
-				values[4] = Float8GetDatum(sums[columns + c] / rows);
-				tuplestore_putvalues(em->store, em->desc, values, nulls);
-			}
+		emit_means(em, sums, rows, values, nulls, 1);
 	}
 }
 

@@ -1,8 +1,9 @@
 /*
- * ts_explain.c - the SQL functions that explain and predict: materialised
- * set-returning functions over batches of a user query (SHAP values,
- * interaction values, global importance, predictions), plus shap_values()
- * for a single feature array.
+ * ts_explain.c - the SQL functions that explain and predict: their
+ * arguments (a query or a table, the options), the call's emitter, and the
+ * device, for materialised set-returning functions whose rows ts_run.c
+ * carries through (SHAP values, interaction values, global importance,
+ * predictions); plus shap_values() for a single feature array.
  */
 #include "postgres.h"
 
@@ -11,21 +12,14 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "backend/ts_batch.h"
-#include "backend/ts_catalog.h"
-#include "backend/ts_emit.h"
-#include "backend/ts_gpu_pg.h"
-#include "core/ts_interactions.h"
+#include "backend/ts_run.h"
 #include "backend/ts_settings.h"
-#include "backend/ts_threads.h"
+#include "core/ts_interactions.h"
 #include "core/ts_shap_cpu.h"
 #include "core/ts_topk.h"
 
@@ -37,22 +31,6 @@ PG_FUNCTION_INFO_V1(treeshap_feature_importance_segments);
 PG_FUNCTION_INFO_V1(treeshap_predict);
 PG_FUNCTION_INFO_V1(treeshap_explain_top_features);
 PG_FUNCTION_INFO_V1(treeshap_shap_values);
-
-/*
- * GPU interaction batches are capped so that one result buffer stays within
- * this many bytes, whatever the number of features (a row of a 784-feature,
- * 10-class model's full matrix is 49 MB).
- */
-#define TS_INTERACTION_BUFFER_BYTES ((Size) 256 * 1024 * 1024)
-
-
-/* Where a call's rows come from: a query, or a table with its key column. */
-typedef struct TsSource
-{
-	char	   *query;			/* NULL for a table */
-	Oid			relid;
-	char	   *key_column;		/* NULL: the whole row, or no key */
-} TsSource;
 
 /*
  * The model name and the rows' source: the second argument is a query
@@ -79,16 +57,6 @@ get_model_and_source(FunctionCallInfo fcinfo, TsResultKind kind, char **model, T
 	src->relid = PG_GETARG_OID(1);
 	if (kind != TS_RESULT_IMPORTANCE && !PG_ARGISNULL(2))
 		src->key_column = pstrdup(NameStr(*PG_GETARG_NAME(2)));
-}
-
-/* Open the reader on a call's source. */
-static void
-open_source(TsBatchReader *reader, const TsSource *src, const TsModel *model, Oid key_type)
-{
-	if (src->query != NULL)
-		ts_batch_open(reader, src->query, model, key_type);
-	else
-		ts_batch_open_table(reader, src->relid, src->key_column, model, key_type);
 }
 
 /* Options of explain_interactions and explain_top_features, read before the model is. */
@@ -201,364 +169,6 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	}
 }
 
-/* Keys of one pipelined batch, copied out of SPI's tuples (freed by the next fetch). */
-typedef struct TsKeySlot
-{
-	Datum	   *keys;
-	bool	   *key_null;
-	MemoryContext context;		/* by-reference key copies */
-} TsKeySlot;
-
-/* Keep the current batch's keys in a slot (SPI frees its tuples at the next fetch). */
-static void
-keep_keys(const TsBatchReader *reader, TsKeySlot *ks, int16 key_len, bool key_byval)
-{
-	MemoryContextReset(ks->context);
-	for (uint64 i = 0; i < reader->nrows; i++)
-	{
-		ks->key_null[i] = reader->key_null[i];
-		ks->keys[i] = reader->key_null[i] || key_byval ? reader->keys[i]
-			: datumCopy(reader->keys[i], false, key_len);
-	}
-}
-
-/* Fetch the next batch straight into a GPU slot's pinned input; keep its keys. */
-static int32
-fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks,
-				int16 key_len, bool key_byval)
-{
-	reader->x_target = ts_gpu_run_input(run, slot);
-	ts_batch_next(reader);
-	keep_keys(reader, ks, key_len, key_byval);
-	return (int32) reader->nrows;
-}
-
-/*
- * Fetch the first batch, then start the GPU run sized for it: a query shorter
- * than treeshap.batch_rows gets buffers for its own rows only, and an empty
- * one touches no GPU at all. Allocates both key slots; returns the first
- * batch's rows, in slot 0.
- */
-static int32
-start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, const TsRunSpec *spec,
-		  TsKeySlot ks[2], int16 key_len, bool key_byval)
-{
-	int32		nf = cached->model->num_features;
-	int32		n = (int32) ts_batch_next(reader);
-
-	if (n == 0)
-		return 0;
-	/* no later batch is larger than the first */
-	for (int i = 0; i < 2; i++)
-	{
-		ks[i].keys = palloc(sizeof(Datum) * n);
-		ks[i].key_null = palloc(sizeof(bool) * n);
-		ks[i].context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
-											  ALLOCSET_DEFAULT_SIZES);
-	}
-	*run = ts_gpu_run_start(cached, n, spec);
-	memcpy(ts_gpu_run_input(*run, 0), reader->x, sizeof(float) * (size_t) n * nf);
-	keep_keys(reader, &ks[0], key_len, key_byval);
-	return n;
-}
-
-/* Where a GPU run's backend time goes, reported at DEBUG1. */
-typedef struct TsPhaseClock
-{
-	instr_time	fetch;			/* SPI fetch and conversion to float32 */
-	instr_time	wait;			/* waiting for the GPU (and the CPU's long paths) */
-	instr_time	emit;			/* building result tuples */
-	instr_time	mark;
-} TsPhaseClock;
-
-/* Charge the time since the last mark to one phase. */
-static void
-phase_charge(TsPhaseClock *c, instr_time *phase)
-{
-	instr_time	now;
-
-	INSTR_TIME_SET_CURRENT(now);
-	INSTR_TIME_ACCUM_DIFF(*phase, now, c->mark);
-	c->mark = now;
-}
-
-/*
- * Results of one CPU run are kept within this many bytes: rows of a wide
- * model's interactions can take megabytes each.
- */
-#define TS_CPU_RESULT_BYTES ((Size) 64 * 1024 * 1024)
-
-/* What the CPU computes for a result kind, on how many threads; returns the rows per run. */
-static int64
-cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
-{
-	Size		row_bytes;
-	int64		span;
-
-	r->kind = em->kind == TS_RESULT_PREDICT ? TS_ROWS_PREDICT
-		: em->kind == TS_RESULT_INTERACTIONS ? TS_ROWS_INTERACTIONS
-		: em->kind == TS_RESULT_TOP ? TS_ROWS_TOP_FEATURES : TS_ROWS_SHAP;
-	r->top_k = em->top_k;
-	r->model = em->model;
-	r->paths = em->paths;
-	r->algorithm = em->algorithm;
-	r->method = em->spec.method;
-	r->selection = em->spec.selection;
-	row_bytes = sizeof(double) * Max(ts_cpu_rows_width(r), 1);
-	span = Max(1, Min((int64) ts_batch_rows, (int64) (TS_CPU_RESULT_BYTES / row_bytes)));
-	r->threads = (int) Min(ts_cpu_threads_now(), span);
-	r->scratch_len = ts_cpu_rows_scratch_len(r);
-	r->scratch = palloc_extended(sizeof(double) * Max(r->scratch_len * r->threads, 1),
-								 MCXT_ALLOC_HUGE);
-	r->out = palloc_extended(row_bytes * span, MCXT_ALLOC_HUGE);
-	return span;
-}
-
-/* Emit (or add up) the results of count rows with these keys. */
-static void
-consume_cpu_rows(TsEmitter *em, const Datum *keys, const bool *key_null, int64 count,
-				 const double *out)
-{
-	const TsModel *m = em->model;
-
-	/* the CPU's rows hold per-row results; predictions come linked already */
-	if (em->kind == TS_RESULT_IMPORTANCE)
-	{
-		ts_importance_add_rows(out, count, m->num_outputs, m->num_features, em->sums);
-		em->rows += count;
-	}
-	else if (em->kind == TS_RESULT_PREDICT)
-	{
-		for (int64 i = 0; i < count; i++)
-			ts_emit_prediction(em, keys[i], key_null[i], out + i * 2 * (Size) m->num_outputs);
-	}
-	else
-		ts_emit_batch(em, keys, key_null, (int32) count, out);
-}
-
-/* Batch by batch, each computed on the session's threads (the backend's too), then emitted. */
-static void
-run_cpu_serial(TsEmitter *em, TsBatchReader *reader, TsCpuRows *rows, int64 span)
-{
-	Size		nf = em->model->num_features;
-	uint64		n;
-
-	while ((n = ts_batch_next(reader)) > 0)
-	{
-		for (uint64 first = 0; first < n; first += span)
-		{
-			int64		count = Min(span, (int64) (n - first));
-
-			rows->x = reader->x + first * nf;
-			ts_cpu_rows_compute(rows, count);
-			consume_cpu_rows(em, reader->keys + first, reader->key_null + first, count, rows->out);
-		}
-	}
-}
-
-/* Byte length and passing of a call's keys (importance keys are never looked at). */
-static void
-key_typlen(Oid key_type, int16 *key_len, bool *key_byval)
-{
-	*key_len = sizeof(Datum);
-	*key_byval = true;
-	if (key_type != InvalidOid)
-		get_typlenbyval(key_type, key_len, key_byval);
-}
-
-/* A pipelined CPU run's two sets of buffers: rows in and out, and their keys. */
-typedef struct TsCpuSlots
-{
-	TsCpuRows	rows[2];
-	float	   *x[2];
-	TsKeySlot	keys[2];
-	int16		key_len;
-	bool		key_byval;
-} TsCpuSlots;
-
-/* Allocate both sets; the first reuses the prototype's output buffer. */
-static void
-cpu_slots_init(TsCpuSlots *s, const TsCpuRows *proto, int64 span, Oid key_type)
-{
-	Size		row_bytes = sizeof(double) * Max(ts_cpu_rows_width(proto), 1);
-
-	key_typlen(key_type, &s->key_len, &s->key_byval);
-	for (int i = 0; i < 2; i++)
-	{
-		s->rows[i] = *proto;
-		s->x[i] = palloc_extended(sizeof(float) * span * Max(proto->model->num_features, 1),
-								  MCXT_ALLOC_HUGE);
-		s->rows[i].x = s->x[i];
-		if (i > 0)
-			s->rows[i].out = palloc_extended(row_bytes * span, MCXT_ALLOC_HUGE);
-		s->keys[i].keys = palloc(sizeof(Datum) * span);
-		s->keys[i].key_null = palloc(sizeof(bool) * span);
-		s->keys[i].context = AllocSetContextCreate(CurrentMemoryContext, "treeshap keys",
-												   ALLOCSET_DEFAULT_SIZES);
-	}
-}
-
-/* Fetch the next batch into slot i's input and keep its keys; returns its rows. */
-static int64
-fetch_into_cpu_slot(TsBatchReader *reader, TsCpuSlots *s, int i)
-{
-	reader->x_target = s->x[i];
-	ts_batch_next(reader);
-	keep_keys(reader, &s->keys[i], s->key_len, s->key_byval);
-	return (int64) reader->nrows;
-}
-
-/*
- * The CPU pipeline, as the GPU's: while the other threads compute batch k,
- * the backend emits batch k-1's results and fetches batch k+1, then joins
- * batch k's rows. Results are those of the serial loop, row for row.
- */
-static void
-cpu_pipeline(TsEmitter *em, TsBatchReader *reader, TsCpuSlots *s)
-{
-	int			cur = 0;
-	int			pending = -1;
-	int64		pending_n = 0;
-	int64		n = fetch_into_cpu_slot(reader, s, 0);
-
-	while (n > 0)
-	{
-		int			other = 1 - cur;
-		int64		next_n;
-
-		ts_cpu_rows_begin(&s->rows[cur], n);
-		if (pending >= 0)
-			consume_cpu_rows(em, s->keys[pending].keys, s->keys[pending].key_null, pending_n,
-							 s->rows[pending].out);
-		next_n = fetch_into_cpu_slot(reader, s, other);
-		ts_cpu_rows_end(&s->rows[cur], n);
-		pending = cur;
-		pending_n = n;
-		cur = other;
-		n = next_n;
-	}
-	if (pending >= 0)
-		consume_cpu_rows(em, s->keys[pending].keys, s->keys[pending].key_null, pending_n,
-						 s->rows[pending].out);
-}
-
-/* The pipeline over batches of span rows; an ERROR first stops the threads. */
-static void
-run_cpu_overlapped(TsEmitter *em, TsBatchReader *reader, const TsCpuRows *proto, int64 span,
-				   Oid key_type)
-{
-	TsCpuSlots	slots;
-
-	cpu_slots_init(&slots, proto, span, key_type);
-	reader->batch_rows = (int) span;
-	PG_TRY();
-	{
-		cpu_pipeline(em, reader, &slots);
-	}
-	PG_CATCH();
-	{
-		/* no thread may still write the slots when the ERROR frees them */
-		ts_cpu_rows_abandon();
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-}
-
-/* Read the rows batch by batch and compute on the session's CPU threads; the model stays pinned. */
-static void
-run_query_cpu(TsEmitter *em, TsCachedModel *cached, const TsSource *src, Oid key_type)
-{
-	TsBatchReader reader;
-	TsCpuRows	rows;
-	int64		span = cpu_rows_init(em, &rows);
-
-	open_source(&reader, src, cached->model, key_type);
-	if (ts_cpu_rows_can_overlap(&rows))
-		run_cpu_overlapped(em, &reader, &rows, span, key_type);
-	else
-		run_cpu_serial(em, &reader, &rows, span);
-	ts_batch_close(&reader);
-}
-
-/*
- * Rows per GPU batch: treeshap.batch_rows, and for interactions no more than
- * fit TS_INTERACTION_BUFFER_BYTES.
- */
-static int
-gpu_batch_rows(const TsEmitter *em)
-{
-	const TsModel *m = em->model;
-	Size		row_bytes;
-
-	if (em->kind != TS_RESULT_INTERACTIONS)
-		return ts_batch_rows;
-	row_bytes = sizeof(double) * m->num_outputs * m->num_features *
-		(Size) Max(em->spec.selection->count, 1);
-	return (int) Max(1, Min((Size) ts_batch_rows, TS_INTERACTION_BUFFER_BYTES / row_bytes));
-}
-
-/*
- * The GPU pipeline: while the GPU computes batch k, the backend emits the
- * results of batch k-1 and fetches and converts batch k+1 into the other slot.
- */
-static void
-run_query_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const TsSource *src,
-			  Oid key_type)
-{
-	TsBatchReader reader;
-	TsKeySlot	ks[2];
-	TsPhaseClock clock = {0};
-	int16		key_len = sizeof(Datum);
-	bool		key_byval = true;	/* keys of importance runs are never looked at */
-	int			running = 0;
-	int32		running_n;
-	int			pending = -1;
-	int32		pending_n = 0;
-	double	   *pending_phi = NULL;
-	int64		rows = 0,
-				batches = 0;
-	TsGpuRun   *run;
-
-	key_typlen(key_type, &key_len, &key_byval);
-	INSTR_TIME_SET_CURRENT(clock.mark);
-	open_source(&reader, src, cached->model, key_type);
-	reader.batch_rows = gpu_batch_rows(em);
-	running_n = start_run(&reader, runp, cached, &em->spec, ks, key_len, key_byval);
-	run = *runp;
-	phase_charge(&clock, &clock.fetch);
-	if (running_n > 0)
-		ts_gpu_run_submit(run, running, running_n);
-	while (running_n > 0)
-	{
-		int			other = 1 - running;
-		int32		next_n;
-
-		if (pending >= 0)
-			ts_emit_batch(em, ks[pending].keys, ks[pending].key_null, pending_n, pending_phi);
-		phase_charge(&clock, &clock.emit);
-		CHECK_FOR_INTERRUPTS();
-		next_n = fetch_into_slot(&reader, run, other, &ks[other], key_len, key_byval);
-		phase_charge(&clock, &clock.fetch);
-		pending_phi = ts_gpu_run_wait(run, running, running_n);
-		phase_charge(&clock, &clock.wait);
-		pending = running;
-		pending_n = running_n;
-		rows += running_n;
-		batches++;
-		if (next_n > 0)
-			ts_gpu_run_submit(run, other, next_n);
-		running = other;
-		running_n = next_n;
-	}
-	if (pending >= 0)
-		ts_emit_batch(em, ks[pending].keys, ks[pending].key_null, pending_n, pending_phi);
-	phase_charge(&clock, &clock.emit);
-	ts_batch_close(&reader);
-	elog(DEBUG1, "treeshap gpu run: %lld rows in %lld batches; fetch+convert %.1f ms, waiting for gpu %.1f ms, emit %.1f ms",
-		 (long long) rows, (long long) batches, INSTR_TIME_GET_MILLISEC(clock.fetch),
-		 INSTR_TIME_GET_MILLISEC(clock.wait), INSTR_TIME_GET_MILLISEC(clock.emit));
-}
-
 /* Free a call's GPU buffers and unpin its model, after success or ERROR. */
 static void
 end_call(TsGpuRun *run, TsCachedModel *cached)
@@ -602,10 +212,10 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 		emitter_init(&em, kind, rsinfo, cached, args);
 		if (use_gpu)
 		{
-			run_query_gpu(&em, (TsGpuRun **) &run, cached, &src, key_type);
+			ts_run_gpu(&em, (TsGpuRun **) &run, cached, &src, key_type);
 		}
 		else
-			run_query_cpu(&em, cached, &src, key_type);
+			ts_run_cpu(&em, cached, &src, key_type);
 		ts_emit_totals(&em);
 	}
 	PG_FINALLY();
