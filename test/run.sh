@@ -1,7 +1,8 @@
 #!/bin/bash
 # The test command: install dependencies, build (with nvcc when present),
 # install, start a throwaway cluster, then run the pg_regress suite, the
-# pgTAP suite (pg_prove), both again through the GPU service on emulated
+# pgTAP suite (pg_prove), a part of both on a cluster that does not preload
+# the library, both again through the GPU service on emulated
 # devices (test/emulated_check.sh), the oracle check on freshly trained XGBoost models,
 # the compute core under AddressSanitizer with mutated models, and the GPU
 # quadrature layout evaluated on the host against every fixture's oracle.
@@ -26,6 +27,9 @@ make -s installcheck || { cat regression.diffs 2>/dev/null | head -100; status=1
 echo "== pgTAP"
 psql -X -q -c "CREATE EXTENSION IF NOT EXISTS pgtap" -c "CREATE EXTENSION IF NOT EXISTS pg_treeshap"
 pg_prove test/t*.sql || status=1
+
+echo "== without shared_preload_libraries (as the demo runs): pg_regress, service, tables"
+( bash test/unpreloaded_check.sh ) || status=1
 
 echo "== the GPU service: its executor killed with SIGKILL costs no session and is replaced"
 bash test/service_check.sh || status=1

@@ -73,6 +73,13 @@ ts_service_define_settings(void)
 							"Least recently used models beyond it leave the GPU; 0 means the GPU's whole memory.",
 							&ts_gpu_memory_limit_kb, 0, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_KB, NULL, NULL, NULL);
+	/*
+	 * A setting read at server start exists only where the library is
+	 * preloaded: defining it from a backend that loads the library later
+	 * is a FATAL error (and it would mean nothing there).
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 	DefineCustomIntVariable("treeshap.service_emulated_devices",
 							"Emulated devices the GPU service uses instead of the GPUs, for tests.",
 							"Each computes with the CPU's arithmetic behind the service's device calls; 0 uses the GPUs.",
