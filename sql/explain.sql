@@ -25,7 +25,13 @@ SET treeshap.batch_rows = 1;
 SELECT count(*) FROM treeshap.explain_shap_wide('houses', 'SELECT * FROM houses');
 RESET treeshap.batch_rows;
 -- the built-in default (a server may override it, as test/gpu-check.sh does)
-SELECT name, boot_val FROM pg_settings WHERE name LIKE 'treeshap.%' ORDER BY name;
+SELECT name, boot_val FROM pg_settings
+ WHERE name LIKE 'treeshap.%' AND context <> 'postmaster' ORDER BY name;
+-- the one server-start setting exists exactly when the library is preloaded
+-- (this file runs on clusters of both kinds: test/run.sh, unpreloaded_check.sh)
+SELECT count(*) FILTER (WHERE boot_val = '0')
+       = (current_setting('shared_preload_libraries') ~ 'pg_treeshap')::int AS postmaster_setting_iff_preloaded
+  FROM pg_settings WHERE context = 'postmaster' AND name LIKE 'treeshap.%';
 -- every GPU row (if any) names a device with memory and a compute capability
 SELECT bool_and(name <> '' AND total_memory > 0 AND compute_capability ~ '^[0-9]+\.[0-9]+$') IS NOT FALSE AS gpu_rows_valid
   FROM treeshap.gpu_info();
