@@ -152,34 +152,44 @@ END
 $$;
 COMMENT ON FUNCTION treeshap.model_bytes(text) IS 'the model exactly as it was loaded';
 
+-- What SHAP values explain: the margin (the trees' raw sum, as pred_contribs),
+-- or, against a background, the model's output after its link (shap's
+-- model_output = "probability").
+CREATE TYPE treeshap.shap_output AS ENUM ('margin', 'probability');
+
 -- Explanations ---------------------------------------------------------------
 -- The query's first column is the row key; the rest are features. The
 -- two-argument forms return integer keys as bigint; the three-argument forms
 -- take NULL::<type> and return keys in that type.
 
-CREATE FUNCTION treeshap.explain_shap(model text, query text)
+CREATE FUNCTION treeshap.explain_shap(model text, query text,
+                                      model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key bigint, output integer, feature text, shap_value double precision)
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap'
 LANGUAGE C VOLATILE;
 
-CREATE FUNCTION treeshap.explain_shap(model text, query text, key_type anyelement)
+CREATE FUNCTION treeshap.explain_shap(model text, query text, key_type anyelement,
+                                      model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key anyelement, output integer, feature text, shap_value double precision)
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap'
 LANGUAGE C VOLATILE;
 
-CREATE FUNCTION treeshap.explain_shap_wide(model text, query text)
+CREATE FUNCTION treeshap.explain_shap_wide(model text, query text,
+                                           model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key bigint, output integer, base_value double precision,
                shap_values double precision[])
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap_wide'
 LANGUAGE C VOLATILE;
 
-CREATE FUNCTION treeshap.explain_shap_wide(model text, query text, key_type anyelement)
+CREATE FUNCTION treeshap.explain_shap_wide(model text, query text, key_type anyelement,
+                                           model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key anyelement, output integer, base_value double precision,
                shap_values double precision[])
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap_wide'
 LANGUAGE C VOLATILE;
 
-CREATE FUNCTION treeshap.explain_top_features(model text, query text, k integer DEFAULT 5)
+CREATE FUNCTION treeshap.explain_top_features(model text, query text, k integer DEFAULT 5,
+                                              model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key bigint, output integer, prediction double precision,
                base_value double precision, rank integer, feature text,
                shap_value double precision)
@@ -187,7 +197,8 @@ AS 'MODULE_PATHNAME', 'treeshap_explain_top_features'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION treeshap.explain_top_features(model text, query text, key_type anyelement,
-                                              k integer DEFAULT 5)
+                                              k integer DEFAULT 5,
+                                              model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key anyelement, output integer, prediction double precision,
                base_value double precision, rank integer, feature text,
                shap_value double precision)
@@ -228,7 +239,8 @@ LANGUAGE C VOLATILE;
 
 -- Global importance, summed batch by batch: no per-row result is kept. The
 -- query is the same as explain_shap's (its first column, the key, is ignored).
-CREATE FUNCTION treeshap.feature_importance(model text, query text)
+CREATE FUNCTION treeshap.feature_importance(model text, query text,
+                                            model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (output integer, feature text, mean_abs_shap double precision,
                mean_shap double precision, rows bigint)
 AS 'MODULE_PATHNAME', 'treeshap_feature_importance'
@@ -236,7 +248,8 @@ LANGUAGE C VOLATILE;
 
 -- importance per segment: the query's first column (of segment_type's type)
 -- names each row's segment, e.g. a month or a region
-CREATE FUNCTION treeshap.feature_importance(model text, query text, segment_type anyelement)
+CREATE FUNCTION treeshap.feature_importance(model text, query text, segment_type anyelement,
+                                            model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (segment anyelement, output integer, feature text, mean_abs_shap double precision,
                mean_shap double precision, rows bigint)
 AS 'MODULE_PATHNAME', 'treeshap_feature_importance_segments'
@@ -252,32 +265,37 @@ LANGUAGE C VOLATILE;
 -- is a name (not text) so that a query form's text key type, as in
 -- predict(m, 'SELECT ...', NULL::text), still picks the query form.
 
-CREATE FUNCTION treeshap.explain_shap(model text, source regclass, key_column name)
+CREATE FUNCTION treeshap.explain_shap(model text, source regclass, key_column name,
+                                      model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key bigint, output integer, feature text, shap_value double precision)
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION treeshap.explain_shap(model text, source regclass, key_column name,
-                                      key_type anyelement)
+                                      key_type anyelement,
+                                      model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key anyelement, output integer, feature text, shap_value double precision)
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap'
 LANGUAGE C VOLATILE;
 
-CREATE FUNCTION treeshap.explain_shap_wide(model text, source regclass, key_column name)
+CREATE FUNCTION treeshap.explain_shap_wide(model text, source regclass, key_column name,
+                                           model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key bigint, output integer, base_value double precision,
                shap_values double precision[])
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap_wide'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION treeshap.explain_shap_wide(model text, source regclass, key_column name,
-                                           key_type anyelement)
+                                           key_type anyelement,
+                                           model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key anyelement, output integer, base_value double precision,
                shap_values double precision[])
 AS 'MODULE_PATHNAME', 'treeshap_explain_shap_wide'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION treeshap.explain_top_features(model text, source regclass, key_column name,
-                                              k integer DEFAULT 5)
+                                              k integer DEFAULT 5,
+                                              model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key bigint, output integer, prediction double precision,
                base_value double precision, rank integer, feature text,
                shap_value double precision)
@@ -285,7 +303,8 @@ AS 'MODULE_PATHNAME', 'treeshap_explain_top_features'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION treeshap.explain_top_features(model text, source regclass, key_column name,
-                                              key_type anyelement, k integer DEFAULT 5)
+                                              key_type anyelement, k integer DEFAULT 5,
+                                              model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (row_key anyelement, output integer, prediction double precision,
                base_value double precision, rank integer, feature text,
                shap_value double precision)
@@ -323,14 +342,16 @@ AS 'MODULE_PATHNAME', 'treeshap_explain_interactions'
 LANGUAGE C VOLATILE;
 
 -- every column of the table but the segment column may be a feature
-CREATE FUNCTION treeshap.feature_importance(model text, source regclass)
+CREATE FUNCTION treeshap.feature_importance(model text, source regclass,
+                                            model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (output integer, feature text, mean_abs_shap double precision,
                mean_shap double precision, rows bigint)
 AS 'MODULE_PATHNAME', 'treeshap_feature_importance'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION treeshap.feature_importance(model text, source regclass, segment_column name,
-                                            segment_type anyelement)
+                                            segment_type anyelement,
+                                            model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
 RETURNS TABLE (segment anyelement, output integer, feature text, mean_abs_shap double precision,
                mean_shap double precision, rows bigint)
 AS 'MODULE_PATHNAME', 'treeshap_feature_importance_segments'

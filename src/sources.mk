@@ -14,13 +14,14 @@ TS_MODEL_SRCS = model/ts_json.c model/ts_ubjson.c model/ts_model.c model/ts_catd
     model/ts_cityhash.c model/ts_xgboost.c model/ts_xgboost_cats.c model/ts_lightgbm.c \
     model/ts_catboost.c
 TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_interactions.c \
-    core/ts_pack.c core/ts_wire.c core/ts_row_pool.c core/ts_cpu_rows.c core/ts_topk.c
+    core/ts_pack.c core/ts_wire.c core/ts_row_pool.c core/ts_cpu_rows.c core/ts_topk.c \
+    core/ts_interventional.c
 TS_GPU_SRCS = gpu/ts_gpu.c gpu/ts_gpu_quad.c gpu/ts_gpu_forest.c
 TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_service_relay.c \
     service/ts_service_request.c service/ts_executor.c service/ts_exec_serve.c service/ts_exec_models.c \
     service/ts_exec_device.c service/ts_exec_segments.c service/ts_exec_sched.c
 TS_BACKEND_SRCS = backend/pg_treeshap.c backend/ts_settings.c backend/ts_alloc_pg.c \
-    backend/ts_catalog.c backend/ts_batch.c backend/ts_table_source.c backend/ts_explain.c backend/ts_run.c backend/ts_emit.c backend/ts_gpu_pg.c \
+    backend/ts_catalog.c backend/ts_batch.c backend/ts_background.c backend/ts_table_source.c backend/ts_explain.c backend/ts_run.c backend/ts_emit.c backend/ts_gpu_pg.c \
     backend/ts_gpu_info.c backend/ts_gpu_status.c backend/ts_jobs.c backend/ts_threads.c \
     backend/ts_groups.c
 # what the standalone tools (test/core/ts_cli, bench/ts_bench) link: no PostgreSQL

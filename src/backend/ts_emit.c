@@ -189,7 +189,8 @@ emit_interactions(TsEmitter *em, Datum key, bool key_null, const double *out)
 /*
  * Emit one input row's top features (outputs x ts_topk_width records): per
  * output, k rows by rank, each with the row's prediction for that output
- * (the link of its margin, across outputs for softmax).
+ * (the link of its margin, across outputs for softmax; values explaining
+ * the linked output already sum to it).
  */
 static void
 emit_top_features(TsEmitter *em, Datum key, bool key_null, const double *top)
@@ -202,7 +203,10 @@ emit_top_features(TsEmitter *em, Datum key, bool key_null, const double *top)
 
 	for (int32 k = 0; k < m->num_outputs; k++)
 		em->margins[k] = top[k * width];
-	ts_model_link(m, em->margins, prediction);
+	if (em->probability)
+		memcpy(prediction, em->margins, sizeof(double) * m->num_outputs);
+	else
+		ts_model_link(m, em->margins, prediction);
 	values[0] = key;
 	for (int32 k = 0; k < m->num_outputs; k++)
 	{

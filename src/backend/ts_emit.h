@@ -13,6 +13,7 @@
 
 #include "backend/ts_gpu_pg.h"
 #include "backend/ts_groups.h"
+#include "core/ts_interventional.h"
 #include "core/ts_shap_cpu.h"
 
 typedef enum TsResultKind
@@ -47,6 +48,8 @@ typedef struct TsEmitter
 	int32		top_k;			/* top features: k, at most the model's features */
 	double	   *margins;		/* top features, predict: a row's margins, then its predictions */
 	int64		rows;			/* importance: rows seen */
+	const TsBackground *background;	/* interventional SHAP against it; NULL for path-dependent */
+	bool		probability;	/* values explain the linked output (interventional only) */
 	TsTupleTemplate *template;	/* predict: rows of fixed-width columns, NULL when not */
 	bool		template_tried;
 } TsEmitter;

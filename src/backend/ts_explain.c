@@ -14,9 +14,11 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
+#include "backend/ts_background.h"
 #include "backend/ts_run.h"
 #include "backend/ts_settings.h"
 #include "core/ts_interactions.h"
@@ -59,13 +61,57 @@ get_model_and_source(FunctionCallInfo fcinfo, TsResultKind kind, char **model, T
 		src->key_column = pstrdup(NameStr(*PG_GETARG_NAME(2)));
 }
 
-/* Options of explain_interactions and explain_top_features, read before the model is. */
+/* A call's options, read before the model is. */
 typedef struct TsCallOptions
 {
 	ArrayType  *features;		/* interactions: NULL for all */
 	TsInteractionMethod method;
 	int32		top_k;			/* top features: k as asked */
+	char	   *background;		/* SHAP forms: the background query, NULL for path-dependent */
+	bool		probability;	/* SHAP forms: model_output => 'probability' */
 } TsCallOptions;
+
+/*
+ * The SHAP forms' last two arguments: model_output (treeshap.shap_output) and
+ * background (a query). Probability space is defined against background
+ * rows only, as in shap.
+ */
+static void
+read_shap_options(FunctionCallInfo fcinfo, TsCallOptions *args)
+{
+	int			first = PG_NARGS() - 2;
+	char	   *output;
+
+	if (PG_ARGISNULL(first))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model_output must not be null")));
+	output = DatumGetCString(DirectFunctionCall1(enum_out, PG_GETARG_DATUM(first)));
+	args->probability = strcmp(output, "probability") == 0;
+	args->background = PG_ARGISNULL(first + 1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(first + 1));
+	if (args->probability && args->background == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("model_output => 'probability' needs a background"),
+				 errhint("Values of the linked output are defined against background rows (interventional SHAP), as in shap: pass background => 'SELECT ...'.")));
+}
+
+/* Read the call's background, if it has one, for the model (after the model is acquired). */
+static void
+load_background(TsEmitter *em, const TsCallOptions *args)
+{
+	em->background = NULL;
+	em->probability = false;
+	if (args == NULL || args->background == NULL)
+		return;
+	if (args->probability && !ts_interventional_link_ok(em->model))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("model_output => 'probability' is not available for softmax models yet"),
+				 errhint("Explain the margins (model_output => 'margin') against the background.")));
+	em->background = ts_background_read(args->background, em->model, args->probability);
+	em->probability = args->probability;
+}
 
 /* Model feature index of a name (the model's own or f<index>), or -1. */
 static int32
@@ -179,10 +225,15 @@ end_call(TsGpuRun *run, TsCachedModel *cached)
 		ts_model_release(cached);
 }
 
-/* Whether a call stays on the CPU whatever the device: interactions of no feature (no work at all). */
+/*
+ * Whether a call stays on the CPU whatever the device: interactions of no
+ * feature (no work at all), and interventional SHAP (no GPU kernel yet).
+ */
 static bool
 cpu_only(const TsCallOptions *args)
 {
+	if (args != NULL && args->background != NULL)
+		return true;
 	return (args != NULL && args->features != NULL &&
 		 ArrayGetNItems(ARR_NDIM(args->features), ARR_DIMS(args->features)) == 0);
 }
@@ -210,6 +261,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 	{
 		cached = ts_model_acquire(model_name, use_gpu);
 		emitter_init(&em, kind, rsinfo, cached, args);
+		load_background(&em, args);
 		if (use_gpu)
 		{
 			ts_run_gpu(&em, (TsGpuRun **) &run, cached, &src, key_type);
@@ -227,18 +279,28 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 	return (Datum) 0;
 }
 
-/* treeshap.explain_shap(model, query [, key_type]): one row per (row, output, feature). */
+/* A SHAP form: its output and background options, then the common body. */
+static Datum
+explain_shap_form(FunctionCallInfo fcinfo, TsResultKind kind)
+{
+	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0, NULL, false};
+
+	read_shap_options(fcinfo, &args);
+	return explain_common(fcinfo, kind, &args);
+}
+
+/* treeshap.explain_shap(model, query [, key_type], output, background): one row per (row, output, feature). */
 Datum
 treeshap_explain_shap(PG_FUNCTION_ARGS)
 {
-	return explain_common(fcinfo, TS_RESULT_LONG, NULL);
+	return explain_shap_form(fcinfo, TS_RESULT_LONG);
 }
 
-/* treeshap.explain_shap_wide(model, query [, key_type]): one row per (row, output). */
+/* treeshap.explain_shap_wide(model, query [, key_type], output, background): one row per (row, output). */
 Datum
 treeshap_explain_shap_wide(PG_FUNCTION_ARGS)
 {
-	return explain_common(fcinfo, TS_RESULT_WIDE, NULL);
+	return explain_shap_form(fcinfo, TS_RESULT_WIDE);
 }
 
 /* treeshap.predict(model, query [, key_type]): margin and linked prediction per output. */
@@ -255,14 +317,15 @@ treeshap_predict(PG_FUNCTION_ARGS)
 Datum
 treeshap_explain_top_features(PG_FUNCTION_ARGS)
 {
-	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0};
-	int			k_arg = PG_NARGS() - 1;
+	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0, NULL, false};
+	int			k_arg = PG_NARGS() - 3; /* then output and background */
 
 	if (PG_ARGISNULL(k_arg) || PG_GETARG_INT32(k_arg) < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be a positive number of features")));
 	args.top_k = PG_GETARG_INT32(k_arg);
+	read_shap_options(fcinfo, &args);
 	return explain_common(fcinfo, TS_RESULT_TOP, &args);
 }
 
@@ -291,7 +354,7 @@ Datum
 treeshap_explain_interactions(PG_FUNCTION_ARGS)
 {
 	int			first = PG_NARGS() - 2;	/* features, then method; key_type before them */
-	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0};
+	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0, NULL, false};
 
 	args.features = PG_ARGISNULL(first) ? NULL : PG_GETARG_ARRAYTYPE_P(first);
 	if (PG_ARGISNULL(first + 1))
@@ -302,11 +365,11 @@ treeshap_explain_interactions(PG_FUNCTION_ARGS)
 	return explain_common(fcinfo, TS_RESULT_INTERACTIONS, &args);
 }
 
-/* treeshap.feature_importance(model, query): mean |SHAP| and mean SHAP per (output, feature). */
+/* treeshap.feature_importance(model, query, output, background): mean |SHAP| and mean SHAP per (output, feature). */
 Datum
 treeshap_feature_importance(PG_FUNCTION_ARGS)
 {
-	return explain_common(fcinfo, TS_RESULT_IMPORTANCE, NULL);
+	return explain_shap_form(fcinfo, TS_RESULT_IMPORTANCE);
 }
 
 /*
@@ -317,7 +380,7 @@ treeshap_feature_importance(PG_FUNCTION_ARGS)
 Datum
 treeshap_feature_importance_segments(PG_FUNCTION_ARGS)
 {
-	return explain_common(fcinfo, TS_RESULT_SEGMENTS, NULL);
+	return explain_shap_form(fcinfo, TS_RESULT_SEGMENTS);
 }
 
 /* Feature array argument as float32 features; NULL elements are missing. */

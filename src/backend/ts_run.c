@@ -93,6 +93,7 @@ cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
 		: em->kind == TS_RESULT_INTERACTIONS ? TS_ROWS_INTERACTIONS
 		: em->kind == TS_RESULT_TOP ? TS_ROWS_TOP_FEATURES : TS_ROWS_SHAP;
 	r->top_k = em->top_k;
+	r->background = em->background;
 	r->model = em->model;
 	r->paths = em->paths;
 	r->algorithm = em->algorithm;

@@ -22,6 +22,14 @@ ts_cpu_rows_width(const TsCpuRows *r)
 	}
 }
 
+/* Scratch doubles of one row's contributions. */
+static size_t
+shap_scratch_len(const TsCpuRows *r)
+{
+	return r->background != NULL ? ts_interventional_scratch_len(r->background)
+		: ts_cpu_scratch_len(r->paths);
+}
+
 size_t
 ts_cpu_rows_scratch_len(const TsCpuRows *r)
 {
@@ -34,10 +42,20 @@ ts_cpu_rows_scratch_len(const TsCpuRows *r)
 		case TS_ROWS_TOP_FEATURES:
 			/* the row's contributions, then the SHAP algorithm's own */
 			return (size_t) r->model->num_outputs * (r->model->num_features + 1) +
-				ts_cpu_scratch_len(r->paths);
+				shap_scratch_len(r);
 		default:
-			return ts_cpu_scratch_len(r->paths);
+			return shap_scratch_len(r);
 	}
+}
+
+/* One row's contributions: interventional when the run has a background, else path-dependent. */
+static void
+shap_row(const TsCpuRows *r, const float *x, double *phi, double *scratch)
+{
+	if (r->background != NULL)
+		ts_interventional_row(r->background, x, phi, scratch);
+	else
+		ts_cpu_shap_row(r->paths, r->algorithm, x, phi, scratch);
 }
 
 /* One row's top features: its contributions into scratch, then the selection. */
@@ -48,7 +66,7 @@ top_features_row(const TsCpuRows *r, const float *x, double *out, double *scratc
 	int32_t		features = r->model->num_features;
 	double	   *phi = scratch;
 
-	ts_cpu_shap_row(r->paths, r->algorithm, x, phi, scratch + (size_t) outputs * (features + 1));
+	shap_row(r, x, phi, scratch + (size_t) outputs * (features + 1));
 	ts_topk_row(phi, outputs, features, r->top_k, out);
 }
 
@@ -79,7 +97,7 @@ rows_task(void *arg, int thread, int64_t first, int64_t count)
 				top_features_row(r, x, out, scratch);
 				break;
 			default:
-				ts_cpu_shap_row(r->paths, r->algorithm, x, out, scratch);
+				shap_row(r, x, out, scratch);
 		}
 	}
 }

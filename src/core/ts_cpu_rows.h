@@ -9,6 +9,7 @@
 #define TS_CPU_ROWS_H
 
 #include "core/ts_interactions.h"
+#include "core/ts_interventional.h"
 #include "core/ts_row_pool.h"
 #include "core/ts_shap_cpu.h"
 #include "core/ts_topk.h"
@@ -32,6 +33,8 @@ typedef struct TsCpuRows
 	TsInteractionMethod method;
 	const TsFeatureSelection *selection;	/* interactions only */
 	int32_t		top_k;			/* top features: k, at most the model's features */
+	const TsBackground *background;	/* SHAP and top features: interventional against
+										 * it; NULL for path-dependent */
 	int			threads;		/* threads the scratch is for, the caller's included */
 	double	   *scratch;		/* per thread: scratch_len doubles each */
 	size_t		scratch_len;

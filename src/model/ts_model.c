@@ -256,14 +256,8 @@ ts_model_predict_margin(const TsModel *m, const float *row, double *margin)
 		while (m->left[base + i] != -1)
 		{
 			int64_t		g = base + i;
-			float		x = row[m->split_feature[g]];
 
-			if (isnan(x))
-				i = m->default_left[g] ? m->left[g] : m->right[g];
-			else if (m->cat_set[g] != -1)
-				i = ts_catset_contains(m->cat_pool + m->cat_set[g], x) ? m->left[g] : m->right[g];
-			else
-				i = x < m->threshold[g] ? m->left[g] : m->right[g];
+			i = ts_node_goes_left(m, g, row[m->split_feature[g]]) ? m->left[g] : m->right[g];
 		}
 		for (int32_t k = 0; k < ts_leaf_size(m); k++)
 			margin[m->tree_group[t] + k] += m->leaf_value[(base + i) * ts_leaf_size(m) + k];

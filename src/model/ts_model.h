@@ -153,6 +153,17 @@ extern void ts_model_mark_categorical(TsModel *m, int32_t j);
 /* Apply the model's per-feature input rules to one converted row in place. */
 extern void ts_model_prepare_row(const TsModel *m, float *row);
 
+/* Whether value x (NaN = missing) of node g's split feature goes to its left child. */
+static inline bool
+ts_node_goes_left(const TsModel *m, int64_t g, float x)
+{
+	if (x != x)
+		return m->default_left[g] != 0;
+	if (m->cat_set[g] != -1)
+		return ts_catset_contains(m->cat_pool + m->cat_set[g], x);
+	return x < m->threshold[g];
+}
+
 /* Margin per output for one row (float32 features, NaN = missing). */
 extern void ts_model_predict_margin(const TsModel *m, const float *row, double *margin);
 

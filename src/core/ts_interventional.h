@@ -1,0 +1,61 @@
+/*
+ * ts_interventional.h - exact interventional TreeSHAP against a background
+ * data set (Lundberg et al. 2020, Algorithm 3; shap's
+ * feature_perturbation="interventional"). For one row x and one background
+ * row r, the value of a feature set S is the model's output on the hybrid
+ * row that takes S's values from x and the others from r; a leaf is reached
+ * by the hybrids whose set holds every feature A for which only x follows
+ * the path and none of those B for which only r does, so feature i in A
+ * gains v (|A|-1)! |B|! / (|A|+|B|)! and i in B loses v |A|! (|B|-1)! /
+ * (|A|+|B|)!. A walk down each tree visits just the leaves some hybrid
+ * reaches. The row's values are the mean over the background rows, and
+ * the bias is the background's mean output, so that they add up to the
+ * row's output.
+ *
+ * In probability space (the model's link applied), each background row's
+ * margin values are scaled by (g(f(x)) - g(f(r))) / (f(x) - f(r)) per
+ * output, shap's rule for a transformed output, which keeps them adding up
+ * to g(f(x)) - g(f(r)); it needs a link that maps each output on its own.
+ */
+#ifndef TS_INTERVENTIONAL_H
+#define TS_INTERVENTIONAL_H
+
+#include "model/ts_model.h"
+
+typedef struct TsBackground
+{
+	const TsModel *model;
+	int64_t		nrows;
+	float	   *x;				/* nrows x features, input rules applied */
+	double	   *output;			/* nrows x outputs: margin, or linked when probability */
+	double	   *margin;			/* nrows x outputs, margin space */
+	double	   *base;			/* per output: the mean of output over the rows */
+	bool		probability;
+	int32_t		max_sets;		/* most features a path can assign: side of the weight table */
+	double	   *weight;			/* (max_sets + 1)^2: (a - 1)! b! / (a + b)! at [a][b] */
+} TsBackground;
+
+/* Whether the model's link maps each output on its own (softmax does not). */
+extern bool ts_interventional_link_ok(const TsModel *m);
+
+/*
+ * A background of nrows rows (copied; features already through
+ * ts_model_prepare_row), its outputs and weights; nrows >= 1.
+ */
+extern TsBackground *ts_background_create(const TsModel *m, const float *x, int64_t nrows,
+										  bool probability);
+
+extern void ts_background_free(TsBackground *bg);
+
+/* Scratch doubles one thread needs for ts_interventional_row. */
+extern size_t ts_interventional_scratch_len(const TsBackground *bg);
+
+/*
+ * One row's values (float32 features, input rules applied) against the
+ * background, in pred_contribs layout: outputs x (features + 1), the bias
+ * last; phi is overwritten.
+ */
+extern void ts_interventional_row(const TsBackground *bg, const float *x, double *phi,
+								  double *scratch);
+
+#endif							/* TS_INTERVENTIONAL_H */
