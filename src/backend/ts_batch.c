@@ -459,6 +459,7 @@ query_next(TsBatchReader *r)
 {
 	SPITupleTable *tt;
 	MemoryContext old;
+	bool		keyless = r->key_attno < 0;	/* a background query: every column a feature */
 
 	if (SPI_tuptable != NULL)
 		SPI_freetuptable(SPI_tuptable);
@@ -471,8 +472,6 @@ query_next(TsBatchReader *r)
 	old = MemoryContextSwitchTo(r->batch_context);
 	for (uint64 i = 0; i < r->nrows; i++)
 	{
-		bool		keyless = r->key_attno < 0;	/* a background query: every column a feature */
-
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, r->values, r->isnull);
 		ts_batch_convert_row(r, i, keyless ? (Datum) 0 : r->values[r->key_attno],
 							 keyless || r->isnull[r->key_attno], r->values, r->isnull);

@@ -279,7 +279,7 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 	return (Datum) 0;
 }
 
-/* A SHAP form: its output and background options, then the common body. */
+/* A SHAP form: its model_output and background options, then the common body. */
 static Datum
 explain_shap_form(FunctionCallInfo fcinfo, TsResultKind kind)
 {
@@ -289,14 +289,14 @@ explain_shap_form(FunctionCallInfo fcinfo, TsResultKind kind)
 	return explain_common(fcinfo, kind, &args);
 }
 
-/* treeshap.explain_shap(model, query [, key_type], output, background): one row per (row, output, feature). */
+/* treeshap.explain_shap(model, query [, key_type], model_output, background): one row per (row, output, feature). */
 Datum
 treeshap_explain_shap(PG_FUNCTION_ARGS)
 {
 	return explain_shap_form(fcinfo, TS_RESULT_LONG);
 }
 
-/* treeshap.explain_shap_wide(model, query [, key_type], output, background): one row per (row, output). */
+/* treeshap.explain_shap_wide(model, query [, key_type], model_output, background): one row per (row, output). */
 Datum
 treeshap_explain_shap_wide(PG_FUNCTION_ARGS)
 {
@@ -365,7 +365,7 @@ treeshap_explain_interactions(PG_FUNCTION_ARGS)
 	return explain_common(fcinfo, TS_RESULT_INTERACTIONS, &args);
 }
 
-/* treeshap.feature_importance(model, query, output, background): mean |SHAP| and mean SHAP per (output, feature). */
+/* treeshap.feature_importance(model, query, model_output, background): mean |SHAP| and mean SHAP per (output, feature). */
 Datum
 treeshap_feature_importance(PG_FUNCTION_ARGS)
 {
