@@ -36,7 +36,7 @@ ifeq ($(WITH_CUDA),yes)
 endif
 
 ifneq ($(NVCC),)
-  CUDA_OBJS = $(patsubst %.c,src/%.o,$(TS_GPU_SRCS)) cuda/ts_device.o cuda/ts_shap.o cuda/ts_quad.o cuda/ts_predict.o
+  CUDA_OBJS = $(patsubst %.c,src/%.o,$(TS_GPU_SRCS)) cuda/ts_device.o cuda/ts_shap.o cuda/ts_quad.o cuda/ts_predict.o cuda/ts_interventional.o
   OBJS += $(CUDA_OBJS)
   PG_CPPFLAGS += -DTS_WITH_CUDA
   SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
@@ -52,7 +52,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*/*.h) cuda/ts_cuda.h
 
-cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh cuda/ts_predict.cuh cuda/ts_device_array.cuh
+cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh cuda/ts_predict.cuh cuda/ts_interventional.cuh cuda/ts_device_array.cuh
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 EXTRA_CLEAN = cuda/*.o src/*/*.o

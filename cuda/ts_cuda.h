@@ -91,8 +91,38 @@ typedef enum TsGpuJobKind
 	TS_GPU_JOB_TAYLOR_INTERACTIONS = 2, /* (src/core/ts_interactions.h says what "raw" means) */
 	TS_GPU_JOB_IMPORTANCE = 3,	/* per batch: outputs x features sums of |phi|, then of phi */
 	TS_GPU_JOB_TOP_FEATURES = 4,	/* per row: outputs x (2 + 2 top_k), src/core/ts_topk.h's records */
-	TS_GPU_JOB_PREDICT = 5		/* per row: outputs margins (the trees walked, TsGpuForestDesc) */
+	TS_GPU_JOB_PREDICT = 5,		/* per row: outputs margins (the trees walked, TsGpuForestDesc) */
+	TS_GPU_JOB_INTERVENTIONAL = 6	/* per row: as SHAP, against the job's background (bias: the table's) */
 } TsGpuJobKind;
+
+/* The link an interventional job rescales each pair by (probability space), or none. */
+typedef enum TsGpuLink
+{
+	TS_GPU_LINK_NONE = 0,		/* margin space */
+	TS_GPU_LINK_IDENTITY = 1,
+	TS_GPU_LINK_LOGISTIC = 2,	/* 1 / (1 + exp(-link_scale * m)) */
+	TS_GPU_LINK_EXP = 3
+} TsGpuLink;
+
+/*
+ * The background of an interventional job (src/core/ts_interventional.h
+ * says what it computes): its rows, and in probability space their margins
+ * and linked outputs. Each pair's values are scaled by shap's factor
+ * (g(f(x)) - g(f(r))) / (f(x) - f(r)), with f(x) from the table's trees;
+ * rescale_bound bounds that factor (1 in margin space), so that the
+ * fixed-point sums keep their headroom. Paths of 32 and more features are
+ * left to the CPU, as for SHAP values.
+ */
+typedef struct TsGpuBackground
+{
+	const float *x;				/* nrows x num_features, NaN = missing */
+	const double *margin;		/* nrows x num_outputs; NULL with TS_GPU_LINK_NONE */
+	const double *output;		/* nrows x num_outputs, linked; NULL with TS_GPU_LINK_NONE */
+	int32_t		nrows;
+	int32_t		link;			/* TsGpuLink */
+	double		link_scale;
+	double		rescale_bound;
+} TsGpuBackground;
 
 /*
  * The kernel family of SHAP and importance jobs: the seed's warp DP over the
@@ -112,6 +142,7 @@ typedef struct TsGpuJob
 	int32_t		selected;		/* interactions: number of selected features */
 	TsGpuAlgorithm algorithm;	/* SHAP, importance and top features */
 	int32_t		top_k;			/* top features: 1 to num_features */
+	const TsGpuBackground *background;	/* interventional: uploaded with the runner */
 } TsGpuJob;
 
 /* Doubles a job's result holds for a batch of nrows rows. */
@@ -186,6 +217,7 @@ typedef struct TsGpuQuadDesc
 	 */
 	const double *values;
 	int32_t		value_width;
+	const double *leaf_value;	/* K = 1: each layout path's leaf value (the interventional kernel's) */
 	/* w_i / (1 - t_i) of the n-point rule at [n][i] */
 	double		unsat_weight[TS_GPU_QUAD_MAX_POINTS + 1][TS_GPU_QUAD_MAX_POINTS];
 } TsGpuQuadDesc;

@@ -10,7 +10,7 @@ ts_gpu_job_result_len(const TsGpuJob *job, int32_t num_outputs, int32_t num_feat
 {
 	size_t		rows = (size_t) (nrows > 0 ? nrows : 0);
 
-	if (job == NULL || job->kind == TS_GPU_JOB_SHAP)
+	if (job == NULL || job->kind == TS_GPU_JOB_SHAP || job->kind == TS_GPU_JOB_INTERVENTIONAL)
 		return rows * num_outputs * ((size_t) num_features + 1);
 	if (job->kind == TS_GPU_JOB_IMPORTANCE)
 		return 2 * (size_t) num_outputs * num_features;

@@ -101,19 +101,6 @@ load_coef(Real (&out)[NP], const Real *__restrict__ c)
 	}
 }
 
-/* Whether the row's x satisfies element e (index ei). */
-__device__ __forceinline__ bool
-quad_satisfies(const TsGpuQuadElem &e, int64_t ei, float x, const int32_t *__restrict__ elem_cat,
-			   const uint32_t *__restrict__ cats)
-{
-	if (isnan(x))
-		return (e.slot_flags & TS_GPU_QUAD_MISSING) != 0;
-	if (!(e.lower <= x && x < e.upper))
-		return false;
-	return (e.slot_flags & TS_GPU_QUAD_CATEGORICAL) == 0 ||
-		ts_warp::category_in(cats + __ldg(elem_cat + ei), x);
-}
-
 /*
  * One path of N nodes (so d = 2N - 1 or 2N elements, loops unrolled) for
  * the thread's RPT rows. First every element's test and slot, with all
@@ -153,7 +140,7 @@ quad_path(const QuadArgs<Real> &a, const TsGpuQuadPath &p, Real v, const int32_t
 			{
 				const float x = __ldg(a.x_t + (size_t) e.feature * a.nrows + row[r]);
 
-				unsat[r] |= (quad_satisfies(e, p.elem + k, x, a.elem_cat, a.cats) ? 0u : 1u) << k;
+				unsat[r] |= (ts_quad_satisfies(e, p.elem + k, x, a.elem_cat, a.cats) ? 0u : 1u) << k;
 			}
 		}
 	}
@@ -405,8 +392,22 @@ ts_quad_free(TsQuadTable *q)
 	cudaFree(q->coef_single);
 	cudaFree(q->slot_column);
 	cudaFree(q->values);
+	cudaFree(q->leaf_value);
 	cudaGetLastError();
 	delete q;
+}
+
+cudaError_t
+ts_quad_transpose(const float *x, int32_t nrows, int32_t num_features, float *x_t, cudaStream_t stream)
+{
+	dim3		tgrid((unsigned) ((nrows + 31) / 32), (unsigned) ((num_features + 31) / 32));
+
+	if (nrows <= 0)
+		return cudaSuccess;
+	if (tgrid.y > 65535 || tgrid.x > 0x7fffffffu)
+		return cudaErrorInvalidConfiguration;
+	transpose_kernel<<<tgrid, dim3(32, 8), 0, stream>>>(x, nrows, num_features, x_t);
+	return cudaGetLastError();
 }
 
 size_t
@@ -419,13 +420,12 @@ cudaError_t
 ts_quad_enqueue(const TsQuadTable *q, const uint32_t *cats, const float *x, float *x_t, int32_t nrows,
 				bool single, double scale, unsigned long long *acc, cudaStream_t stream)
 {
-	dim3		tgrid((unsigned) ((nrows + 31) / 32), (unsigned) ((q->num_features + 31) / 32));
+	cudaError_t rc;
 
 	if (nrows <= 0 || q->num_chunks == 0)
 		return cudaSuccess;
-	if (tgrid.y > 65535)
-		return cudaErrorInvalidConfiguration;
-	transpose_kernel<<<tgrid, dim3(32, 8), 0, stream>>>(x, nrows, q->num_features, x_t);
+	if ((rc = ts_quad_transpose(x, nrows, q->num_features, x_t, stream)) != cudaSuccess)
+		return rc;
 	if (single)
 	{
 		QuadArgs<float> a = {q->chunks, q->paths, q->elems, q->elem_cat, q->coef_single,

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "ts_cuda.h"
+#include "ts_warp_dp.cuh"
 
 /* Device copy of a quadrature layout. */
 struct TsQuadTable
@@ -23,6 +24,7 @@ struct TsQuadTable
 	float	   *coef_single;	/* the coefficients rounded to float, for single precision */
 	int32_t    *slot_column;
 	double	   *values;			/* vector leaves: per layout path, its values; else nullptr */
+	double	   *leaf_value;		/* K = 1: per layout path, its value; else nullptr */
 	int32_t		value_width;
 	int64_t		num_chunks;
 	int32_t		max_points;
@@ -30,6 +32,23 @@ struct TsQuadTable
 	int32_t		num_features;
 	int32_t		num_outputs;
 };
+
+/* Whether a row's x satisfies element e of the layout (index ei). */
+__device__ __forceinline__ bool
+ts_quad_satisfies(const TsGpuQuadElem &e, int64_t ei, float x, const int32_t *__restrict__ elem_cat,
+				  const uint32_t *__restrict__ cats)
+{
+	if (isnan(x))
+		return (e.slot_flags & TS_GPU_QUAD_MISSING) != 0;
+	if (!(e.lower <= x && x < e.upper))
+		return false;
+	return (e.slot_flags & TS_GPU_QUAD_CATEGORICAL) == 0 ||
+		ts_warp::category_in(cats + __ldg(elem_cat + ei), x);
+}
+
+/* The row-major x (nrows x features) as x_t (features x nrows), enqueued. */
+cudaError_t ts_quad_transpose(const float *x, int32_t nrows, int32_t num_features, float *x_t,
+							  cudaStream_t stream);
 
 /* Copy a layout to the current GPU; on failure nothing stays allocated. */
 cudaError_t ts_quad_upload(const TsGpuQuadDesc *desc, int32_t num_features, int32_t num_outputs,

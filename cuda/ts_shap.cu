@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "ts_cuda_status.h"
+#include "ts_interventional.cuh"
 #include "ts_predict.cuh"
 #include "ts_quad.cuh"
 #include "ts_warp_dp.cuh"
@@ -44,7 +45,8 @@ struct TsGpuSlot
 	float	   *host_x;
 	double	   *host_phi;
 	float	   *dev_x;
-	float	   *dev_x_t;		/* quadrature: the input feature-major */
+	float	   *dev_x_t;		/* quadrature and interventional: the input feature-major */
+	double	   *dev_margin;		/* interventional in probability space: the rows' margins */
 	unsigned long long *dev_acc;
 	double	   *dev_phi;
 };
@@ -56,6 +58,7 @@ struct TsGpuRunner
 	TsGpuPrecision precision;
 	TsGpuJob	job;			/* feature_slot points at dev_slot */
 	int32_t    *dev_slot;		/* interactions: per feature, selected row or -1 */
+	TsIvBackground *background;	/* interventional: the job's background, on the device */
 	TsGpuSlot	slot[2];
 };
 
@@ -355,6 +358,13 @@ uses_quadrature(const TsGpuTable *t, const TsGpuJob &job)
 		job.kind != TS_GPU_JOB_PREDICT;
 }
 
+/* Whether a job's accumulators take the quadrature kernel's column-major layout. */
+bool
+column_major(const TsGpuTable *t, const TsGpuJob &job)
+{
+	return uses_quadrature(t, job) || job.kind == TS_GPU_JOB_INTERVENTIONAL;
+}
+
 /* int64 accumulators a job needs per row (predictions sum in doubles: none). */
 size_t
 acc_per_row(const TsGpuTable *t, const TsGpuJob &job)
@@ -396,18 +406,37 @@ enqueue_dp(const TsGpuTable *t, const float *x, int32_t nrows, TsGpuPrecision pr
 }
 
 /*
+ * Interventional values of a batch: its rows feature-major, in probability
+ * space their margins from the trees, then the kernel.
+ */
+cudaError_t
+enqueue_interventional(const TsGpuTable *t, const TsIvBackground *bg, const float *x, float *x_t,
+					   int32_t nrows, double *margin, unsigned long long *acc, cudaStream_t stream)
+{
+	cudaError_t rc = ts_quad_transpose(x, nrows, t->num_features, x_t, stream);
+
+	if (rc == cudaSuccess && ts_iv_probability(bg))
+		rc = ts_forest_enqueue(t->forest, x, nrows, t->num_features, margin, stream);
+	if (rc == cudaSuccess)
+		rc = ts_iv_enqueue(t->quad, bg, t->cat_pool, x_t, nrows, margin, t->scale, acc, stream);
+	return rc;
+}
+
+/*
  * Enqueue the device work of one batch: zero, the job's kernel, then
  * finalise into out (SHAP with the bias column, interaction terms, or
  * importance sums). slot is the device copy of job.feature_slot; x_t the
- * quadrature kernel's transposed input.
+ * quadrature kernel's transposed input; bg and margin an interventional
+ * job's background and room for the rows' margins.
  */
 cudaError_t
 enqueue_explain(const TsGpuTable *t, const float *x, float *x_t, int32_t nrows,
 				TsGpuPrecision precision, const TsGpuJob &job, const int32_t *slot,
-				unsigned long long *acc, double *out, cudaStream_t stream)
+				const TsIvBackground *bg, double *margin, unsigned long long *acc, double *out,
+				cudaStream_t stream)
 {
 	size_t		acc_count = (size_t) nrows * acc_per_row(t, job);
-	bool		quad = uses_quadrature(t, job);
+	bool		quad = column_major(t, job);
 	AccLayout	layout = {quad ? 1 : acc_per_row(t, job), quad ? (size_t) nrows : 1};
 	cudaError_t rc;
 
@@ -418,9 +447,13 @@ enqueue_explain(const TsGpuTable *t, const float *x, float *x_t, int32_t nrows,
 	rc = cudaMemsetAsync(acc, 0, acc_count * sizeof(*acc), stream);
 	if (rc != cudaSuccess)
 		return rc;
-	rc = quad ? ts_quad_enqueue(t->quad, t->cat_pool, x, x_t, nrows, precision == TS_GPU_FLOAT32,
-								t->scale, acc, stream)
-		: enqueue_dp(t, x, nrows, precision, job, slot, acc, stream);
+	if (job.kind == TS_GPU_JOB_INTERVENTIONAL)
+		rc = enqueue_interventional(t, bg, x, x_t, nrows, margin, acc, stream);
+	else if (quad)
+		rc = ts_quad_enqueue(t->quad, t->cat_pool, x, x_t, nrows, precision == TS_GPU_FLOAT32,
+							 t->scale, acc, stream);
+	else
+		rc = enqueue_dp(t, x, nrows, precision, job, slot, acc, stream);
 	if (rc != cudaSuccess)
 		return rc;
 	if (is_interaction(job))
@@ -500,7 +533,8 @@ pinned_alloc(T **ptr, size_t count)
 
 /* Allocate one slot of a runner. */
 cudaError_t
-slot_create(TsGpuSlot *s, const TsGpuTable *t, int32_t max_rows, const TsGpuJob &job)
+slot_create(TsGpuSlot *s, const TsGpuTable *t, int32_t max_rows, const TsGpuJob &job,
+			const TsIvBackground *bg)
 {
 	size_t		rows = (size_t) max_rows;
 	size_t		acc = rows * acc_per_row(t, job);
@@ -511,8 +545,10 @@ slot_create(TsGpuSlot *s, const TsGpuTable *t, int32_t max_rows, const TsGpuJob 
 		(rc = pinned_alloc(&s->host_x, rows * t->num_features)) != cudaSuccess ||
 		(rc = pinned_alloc(&s->host_phi, phi)) != cudaSuccess ||
 		(rc = device_alloc(&s->dev_x, rows * t->num_features)) != cudaSuccess ||
-		(uses_quadrature(t, job) &&
+		(column_major(t, job) &&
 		 (rc = device_alloc(&s->dev_x_t, ts_quad_input_len(t->quad, max_rows))) != cudaSuccess) ||
+		(bg != nullptr && ts_iv_probability(bg) &&
+		 (rc = device_alloc(&s->dev_margin, rows * t->num_outputs)) != cudaSuccess) ||
 		(rc = device_alloc(&s->dev_acc, acc)) != cudaSuccess ||
 		(rc = device_alloc(&s->dev_phi, phi)) != cudaSuccess)
 		return rc;
@@ -532,6 +568,7 @@ slot_free(TsGpuSlot *s)
 	cudaFreeHost(s->host_phi);
 	cudaFree(s->dev_x);
 	cudaFree(s->dev_x_t);
+	cudaFree(s->dev_margin);
 	cudaFree(s->dev_acc);
 	cudaFree(s->dev_phi);
 	memset(s, 0, sizeof(*s));
@@ -542,7 +579,7 @@ slot_free(TsGpuSlot *s)
 bool
 job_or_default(const TsGpuJob *in, const TsGpuTable *t, TsGpuJob *job, char *msg, size_t msglen)
 {
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, nullptr, 0, TS_GPU_ALG_TREESHAP, 0};
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, nullptr, 0, TS_GPU_ALG_TREESHAP, 0, nullptr};
 
 	*job = in != nullptr ? *in : shap;
 	if (is_interaction(*job) &&
@@ -560,6 +597,13 @@ job_or_default(const TsGpuJob *in, const TsGpuTable *t, TsGpuJob *job, char *msg
 	if (job->kind == TS_GPU_JOB_PREDICT && t->forest == nullptr)
 	{
 		snprintf(msg, msglen, "predict job on a table uploaded without its trees");
+		return false;
+	}
+	if (job->kind == TS_GPU_JOB_INTERVENTIONAL &&
+		(job->background == nullptr || job->background->nrows < 1 || t->quad == nullptr ||
+		 (job->background->link != TS_GPU_LINK_NONE && t->forest == nullptr)))
+	{
+		snprintf(msg, msglen, "interventional job without a background, or on a table without its layout or trees");
 		return false;
 	}
 	return true;
@@ -677,9 +721,17 @@ ts_gpu_runner_create(const TsGpuTable *table, int32_t max_rows, TsGpuPrecision p
 			return ts_cuda_status(rc, "uploading the feature selection", msg, msglen);
 		}
 		r->job.feature_slot = r->dev_slot;
+		if (r->job.kind == TS_GPU_JOB_INTERVENTIONAL &&
+			(rc = ts_iv_upload(r->job.background, table->num_features, table->num_outputs,
+							   &r->background)) != cudaSuccess)
+		{
+			ts_gpu_runner_free(r);
+			return ts_cuda_status(rc, "uploading the background", msg, msglen);
+		}
+		r->job.background = nullptr;	/* the caller's rows: the device copy serves */
 		for (int s = 0; s < 2; s++)
 		{
-			rc = slot_create(&r->slot[s], table, max_rows, r->job);
+			rc = slot_create(&r->slot[s], table, max_rows, r->job, r->background);
 
 			if (rc != cudaSuccess)
 			{
@@ -723,7 +775,8 @@ ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, si
 		if ((rc = cudaSetDevice(t->device)) != cudaSuccess ||
 			(rc = cudaMemcpyAsync(s->dev_x, s->host_x, x_bytes, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess ||
 			(rc = enqueue_explain(t, s->dev_x, s->dev_x_t, nrows, runner->precision, runner->job,
-								  runner->dev_slot, s->dev_acc, s->dev_phi, s->stream)) != cudaSuccess ||
+								  runner->dev_slot, runner->background, s->dev_margin, s->dev_acc,
+								  s->dev_phi, s->stream)) != cudaSuccess ||
 			(rc = cudaMemcpyAsync(s->host_phi, s->dev_phi, phi_bytes, cudaMemcpyDeviceToHost, s->stream)) != cudaSuccess)
 			return ts_cuda_status(rc, "starting a batch", msg, msglen);
 		return TS_GPU_OK;
@@ -788,6 +841,7 @@ ts_gpu_runner_free(TsGpuRunner *runner)
 		slot_free(&runner->slot[0]);
 		slot_free(&runner->slot[1]);
 		cudaFree(runner->dev_slot);
+		ts_iv_free(runner->background);
 		cudaGetLastError();
 		delete runner;
 	}
@@ -816,6 +870,11 @@ ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
 
 		if (!job_or_default(job_in, table, &job, msg, msglen))
 			return TS_GPU_ERROR;
+		if (job.kind == TS_GPU_JOB_INTERVENTIONAL)
+		{
+			snprintf(msg, msglen, "the kernel benchmark does not time interventional jobs");
+			return TS_GPU_ERROR;
+		}
 		phi_count = ts_gpu_job_result_len(&job, table->num_outputs, table->num_features, nrows);
 		if ((rc = upload_slots(table, job, &dev_slot)) != cudaSuccess ||
 			(rc = device_alloc(&s.dev_x, (size_t) nrows * table->num_features)) != cudaSuccess ||
@@ -836,8 +895,8 @@ ts_gpu_time_kernel(const TsGpuTable *table, const float *x, int32_t nrows,
 			float		ms = 0.0f;
 
 			cudaEventRecord(start, 0);
-			rc = enqueue_explain(table, s.dev_x, s.dev_x_t, nrows, precision, job, dev_slot, s.dev_acc,
-								 s.dev_phi, 0);
+			rc = enqueue_explain(table, s.dev_x, s.dev_x_t, nrows, precision, job, dev_slot, nullptr,
+								 nullptr, s.dev_acc, s.dev_phi, 0);
 			cudaEventRecord(stop, 0);
 			if (rc == cudaSuccess)
 				rc = cudaEventSynchronize(stop);

@@ -45,6 +45,7 @@ echo "$out" | grep -v '^$'
 echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare predict:.*PASS" || status=1
+echo "$out" | grep -q "gpu-compare interventional:.*PASS" || status=1
 
 echo "== requests of eight sessions merged into shared launches, bitwise as one session alone"
 bash test/batching_check.sh || status=1

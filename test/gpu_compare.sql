@@ -2,7 +2,8 @@
 -- machine): worst deviation relative to max(1, |margin|) of both kernel
 -- families (quadrature, the default, in both precisions; the seed's
 -- EXTEND/UNWOUNDSUM DP in double), and whether two GPU runs of each family
--- are bitwise identical.
+-- are bitwise identical; the same for interaction values, predictions and
+-- interventional values against a background.
 \set QUIET on
 \ir setup.sql
 \set QUIET off
@@ -137,3 +138,62 @@ SELECT format('gpu-compare predict: %s fixtures, %s (row, output) pairs; %s diff
               CASE WHEN sum(differing) = 0 AND max(dev_library) <= 1e-5 THEN 'PASS' ELSE 'FAIL' END)
        AS summary
   FROM pred_fixture;
+
+-- interventional values against a background (rows 1-40, the background every
+-- tenth row), margins and, where the link allows, probabilities: GPU against CPU,
+-- and two GPU runs bitwise
+CREATE FUNCTION pg_temp.background_of(f text) RETURNS text LANGUAGE sql AS $$
+    SELECT format('SELECT %s FROM pg_temp.fx_data WHERE fixture = %L AND id %% 10 = 0',
+                  string_agg(format('x[%s] AS %I', i, coalesce(m.feature_names[i], 'f' || (i - 1))),
+                             ', ' ORDER BY i), f)
+      FROM treeshap.models m, generate_series(1, m.num_features) AS i
+     WHERE m.name = f
+$$;
+CREATE FUNCTION pg_temp.interventional_all() RETURNS TABLE (fixture text, space text, id bigint,
+                                                           output int, base_value float8,
+                                                           shap_values float8[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    f text;
+    s text;
+BEGIN
+    FOR f, s IN SELECT l.fixture, v.space FROM fx_list l, (VALUES ('margin'), ('probability')) v(space)
+                 ORDER BY 1, 2 LOOP
+        BEGIN
+            RETURN QUERY
+            SELECT f, s, w.row_key, w.output, w.base_value, w.shap_values
+              FROM treeshap.explain_shap_wide(f, pg_temp.fx_query(f) || ' AND id <= 40', NULL::bigint,
+                                              model_output => s::treeshap.shap_output,
+                                              background => pg_temp.background_of(f)) w;
+        EXCEPTION WHEN feature_not_supported THEN
+            NULL;	-- softmax probabilities: refused on every device alike
+        END;
+    END LOOP;
+END
+$$;
+SET treeshap.device = cpu;
+CREATE TEMP TABLE iv_cpu AS SELECT * FROM pg_temp.interventional_all();
+SET treeshap.device = gpu;
+CREATE TEMP TABLE iv_gpu AS SELECT * FROM pg_temp.interventional_all();
+CREATE TEMP TABLE iv_gpu_again AS SELECT * FROM pg_temp.interventional_all();
+
+CREATE TEMP TABLE iv_fixture AS
+SELECT c.fixture, c.space, count(*) AS rows,
+       count(*) FILTER (WHERE g.fixture IS NULL) AS missing,
+       max(pg_temp.deviation(g.shap_values, g.base_value, c.shap_values, c.base_value)) AS dev,
+       bool_and(array_send(g.shap_values) = array_send(a.shap_values)
+                AND float8send(g.base_value) = float8send(a.base_value)) AS bitwise_identical
+  FROM iv_cpu c
+  LEFT JOIN iv_gpu g USING (fixture, space, id, output)
+  LEFT JOIN iv_gpu_again a USING (fixture, space, id, output)
+ GROUP BY c.fixture, c.space;
+
+SELECT format('gpu-compare interventional: %s fixtures, %s in probability space, %s rows; worst deviation %s (%s); two runs bitwise identical: %s; %s',
+              count(DISTINCT fixture), count(*) FILTER (WHERE space = 'probability'), sum(rows),
+              to_char(max(dev), '9.99EEEE'),
+              (SELECT fixture || '/' || space FROM iv_fixture ORDER BY dev DESC NULLS FIRST LIMIT 1),
+              CASE WHEN bool_and(bitwise_identical) THEN 'yes' ELSE 'NO' END,
+              CASE WHEN sum(missing) = 0 AND max(dev) <= 1e-9 AND bool_and(bitwise_identical)
+                        AND count(DISTINCT fixture) = (SELECT count(*) FROM fx_list)
+                   THEN 'PASS' ELSE 'FAIL' END) AS summary
+  FROM iv_fixture;

@@ -110,6 +110,7 @@ load_background(TsEmitter *em, const TsCallOptions *args)
 				 errmsg("model_output => 'probability' is not available for softmax models yet"),
 				 errhint("Explain the margins (model_output => 'margin') against the background.")));
 	em->background = ts_background_read(args->background, em->model, args->probability);
+	em->spec.background = em->background;
 	em->probability = args->probability;
 }
 
@@ -186,6 +187,7 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 		: kind == TS_RESULT_PREDICT ? TS_RUN_PREDICT : TS_RUN_SHAP;
 	em->spec.method = args != NULL ? args->method : TS_INTERACTION_SHAPLEY;
 	em->spec.selection = kind == TS_RESULT_INTERACTIONS ? resolve_selection(m, args->features) : NULL;
+	em->spec.background = NULL;	/* load_background sets it */
 	em->kind = kind;
 	em->store = rsinfo->setResult;
 	em->desc = rsinfo->setDesc;
@@ -225,17 +227,19 @@ end_call(TsGpuRun *run, TsCachedModel *cached)
 		ts_model_release(cached);
 }
 
-/*
- * Whether a call stays on the CPU whatever the device: interactions of no
- * feature (no work at all), and interventional SHAP (no GPU kernel yet).
- */
+/* Whether a call stays on the CPU whatever the device: interactions of no feature (no work at all). */
 static bool
 cpu_only(const TsCallOptions *args)
 {
-	if (args != NULL && args->background != NULL)
-		return true;
 	return (args != NULL && args->features != NULL &&
 		 ArrayGetNItems(ARR_NDIM(args->features), ARR_DIMS(args->features)) == 0);
+}
+
+/* Whether the call explains against a background (its rows' outputs need the trees here). */
+static bool
+has_background(const TsCallOptions *args)
+{
+	return args != NULL && args->background != NULL;
 }
 
 /* Common body of the set-returning functions; args only for interactions. */
@@ -259,7 +263,10 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 	SPI_connect();
 	PG_TRY();
 	{
-		cached = ts_model_acquire(model_name, use_gpu);
+		cached = ts_model_acquire(model_name, use_gpu && !has_background(args));
+		/* a link whose factor has no bound (hinge) stays on the CPU in probability space */
+		if (has_background(args) && !ts_gpu_interventional_ok(cached->model, args->probability))
+			use_gpu = false;
 		emitter_init(&em, kind, rsinfo, cached, args);
 		load_background(&em, args);
 		if (use_gpu)

@@ -200,9 +200,12 @@ static TsGpuJob
 job_for(const TsRunSpec *spec, bool host_reduces, int64 num_paths)
 {
 	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0,
-	ts_gpu_quadrature(num_paths) ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP, 0};
+	ts_gpu_quadrature(num_paths) ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP, 0, NULL};
 
-	if (spec->kind == TS_RUN_INTERACTIONS)
+	/* values against a background, reduced here for importance and top features */
+	if (spec->background != NULL && spec->kind != TS_RUN_PREDICT)
+		job.kind = TS_GPU_JOB_INTERVENTIONAL;
+	else if (spec->kind == TS_RUN_INTERACTIONS)
 	{
 		job.kind = spec->method == TS_INTERACTION_TAYLOR ? TS_GPU_JOB_TAYLOR_INTERACTIONS
 			: TS_GPU_JOB_SHAPLEY_INTERACTIONS;
@@ -239,11 +242,29 @@ check_fits_device(int32 max_rows, size_t batch_bytes)
 				 errhint("Lower treeshap.batch_rows, or set treeshap.device to cpu.")));
 }
 
-/* Create the run's segment: header, feature slots, then two areas of rows and of results. */
+/* Copy the background into its area of the segment (ts_request.h's layout). */
+static void
+write_background(TsRequestHeader *h, const TsBackground *bg)
+{
+	char	   *area = (char *) h + h->background_offset;
+	size_t		values = sizeof(double) * (size_t) bg->nrows * h->num_outputs;
+
+	memcpy(area, bg->x, sizeof(float) * (size_t) bg->nrows * h->num_features);
+	if (!h->probability)
+		return;
+	area += ts_request_background_margin_at(h->background_rows, h->num_features);
+	memcpy(area, bg->margin, values);
+	memcpy(area + values, bg->output, values);
+}
+
+/* Create the run's segment: header, feature slots, the background, then two areas of rows and of results. */
 static void
 create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 {
 	const TsPathTable *pt = run->entry->paths;
+	const TsBackground *bg = job->kind == TS_GPU_JOB_INTERVENTIONAL ? run->spec.background : NULL;
+	size_t		bg_bytes = bg != NULL ? ts_request_background_bytes((int32) bg->nrows, pt->num_features,
+																	 pt->num_outputs, bg->probability) : 0;
 	size_t		slots_bytes = sizeof(int32) * pt->num_features;
 	size_t		input_bytes = sizeof(float) * (size_t) max_rows * pt->num_features;
 	size_t		output_len = ts_gpu_job_result_len(job, pt->num_outputs, pt->num_features, max_rows);
@@ -252,7 +273,7 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 
 	check_segment_type();
 	check_fits_device(max_rows, input_bytes + output_len * sizeof(double));
-	run->segment = dsm_create(at + ts_request_align(slots_bytes) +
+	run->segment = dsm_create(at + ts_request_align(slots_bytes) + ts_request_align(bg_bytes) +
 							  TS_REQUEST_AREAS * (ts_request_align(input_bytes) +
 												  ts_request_align(output_len * sizeof(double))), 0);
 	dsm_pin_mapping(run->segment);	/* the run's context, not the resource owner, ends it */
@@ -274,6 +295,14 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 	if (job->feature_slot != NULL)
 		memcpy((char *) h + at, job->feature_slot, slots_bytes);
 	at += ts_request_align(slots_bytes);
+	if (bg != NULL)
+	{
+		h->background_offset = at;
+		h->background_rows = (int32) bg->nrows;
+		h->probability = bg->probability ? 1 : 0;
+		write_background(h, bg);
+		at += ts_request_align(bg_bytes);
+	}
 	for (int a = 0; a < TS_REQUEST_AREAS; a++)
 	{
 		h->input_offset[a] = at;
@@ -300,7 +329,7 @@ long_paths_of(TsCachedModel *entry)
 TsGpuRun *
 ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 {
-	static const TsRunSpec shap = {TS_RUN_SHAP, TS_INTERACTION_SHAPLEY, NULL, 0};
+	static const TsRunSpec shap = {TS_RUN_SHAP, TS_INTERACTION_SHAPLEY, NULL, 0, NULL};
 	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap gpu run",
 											  ALLOCSET_SMALL_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(ctx);
@@ -313,13 +342,17 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	run->entry = entry;
 	run->spec = spec != NULL ? *spec : shap;
 	num_long = long_paths_of(entry);	/* every kind of run adds them on the CPU */
-	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE && num_long > 0;
+	/* sums and top features of values against a background are formed here from whole rows */
+	run->host_importance = run->spec.kind == TS_RUN_IMPORTANCE &&
+		(num_long > 0 || run->spec.background != NULL);
 	run->sums = palloc0(sizeof(double) * 2 * pt->num_outputs * pt->num_features);
-	run->host_top = run->spec.kind == TS_RUN_TOP_FEATURES && num_long > 0;
+	run->host_top = run->spec.kind == TS_RUN_TOP_FEATURES &&
+		(num_long > 0 || run->spec.background != NULL);
 	if (run->host_top)
 		run->top = palloc_extended(sizeof(double) * max_rows * pt->num_outputs *
 								   ts_topk_width(run->spec.top_k), MCXT_ALLOC_HUGE);
-	run->scratch = palloc(sizeof(double) * Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)));
+	run->scratch = palloc(sizeof(double) * Max(Max(ts_cpu_scratch_len(pt), ts_interactions_scratch_len(pt)),
+											   2 * (size_t) pt->num_outputs));
 	run->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
 	run->callback.func = end_run;
 	run->callback.arg = run;
@@ -345,6 +378,53 @@ ts_gpu_run_submit(TsGpuRun *run, int slot, int32 nrows)
 	run->pending = ts_service_submit(TS_EXEC_RUN, 0, dsm_segment_handle(run->segment), run->header);
 }
 
+/*
+ * Finish values against the background: its mean output as the bias, and
+ * the paths too long for a warp, with each row's margins and outputs in
+ * probability space.
+ */
+static void
+finish_interventional(TsGpuRun *run, const float *x, int32 nrows, double *result)
+{
+	const TsBackground *bg = run->spec.background;
+	const TsPathTable *pt = run->entry->paths;
+	const TsModel *m = run->entry->model;
+	TsBackgroundRows rows = {bg->x, bg->probability ? bg->margin : NULL,
+	bg->probability ? bg->output : NULL, bg->nrows};
+	size_t		stride = (size_t) pt->num_features + 1;
+	double	   *margin = run->scratch;
+	double	   *output = run->scratch + pt->num_outputs;
+
+	for (int32 i = 0; i < nrows; i++)
+	{
+		const float *row = x + (size_t) i * pt->num_features;
+		double	   *out = result + (size_t) i * pt->num_outputs * stride;
+
+		for (int32 k = 0; k < pt->num_outputs; k++)
+			out[k * stride + pt->num_features] = bg->base[k];
+		if (run->entry->num_long == 0)
+			continue;
+		if (bg->probability)
+		{
+			ts_model_predict_margin(m, row, margin);
+			ts_model_link(m, margin, output);
+		}
+		ts_interventional_add_paths_row(pt, run->entry->long_paths, run->entry->num_long, &rows,
+										row, margin, output, out);
+	}
+}
+
+/* Add the paths too long for a warp to a batch's per-row values (against the background, if any). */
+static void
+add_long_paths(TsGpuRun *run, const float *x, int32 nrows, double *result)
+{
+	if (run->spec.background != NULL)
+		finish_interventional(run, x, nrows, result);
+	else
+		ts_cpu_shap_add_paths_rows(run->entry->paths, run->algorithm, run->entry->long_paths,
+								   run->entry->num_long, x, nrows, result, run->scratch);
+}
+
 /* Add what the CPU owes a finished batch: the paths too long for a warp. */
 static double *
 complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
@@ -358,8 +438,7 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 		case TS_RUN_PREDICT:
 			return result;		/* the GPU walked whole trees: no path is left over */
 		case TS_RUN_SHAP:
-			ts_cpu_shap_add_paths_rows(pt, run->algorithm, long_paths, num_long, x, nrows,
-									   result, run->scratch);
+			add_long_paths(run, x, nrows, result);
 			return result;
 		case TS_RUN_INTERACTIONS:
 			ts_interactions_add_paths_rows(pt, long_paths, num_long, x, nrows,
@@ -373,16 +452,14 @@ complete_batch(TsGpuRun *run, const float *x, int32 nrows, double *result)
 		case TS_RUN_IMPORTANCE:
 			if (!run->host_importance)
 				return result;
-			ts_cpu_shap_add_paths_rows(pt, run->algorithm, long_paths, num_long, x, nrows,
-									   result, run->scratch);
+			add_long_paths(run, x, nrows, result);
 			memset(run->sums, 0, sizeof(double) * 2 * pt->num_outputs * pt->num_features);
 			ts_importance_add_rows(result, nrows, pt->num_outputs, pt->num_features, run->sums);
 			return run->sums;
 		case TS_RUN_TOP_FEATURES:
 			if (!run->host_top)
 				return result;
-			ts_cpu_shap_add_paths_rows(pt, run->algorithm, long_paths, num_long, x, nrows,
-									   result, run->scratch);
+			add_long_paths(run, x, nrows, result);
 			for (int32 r = 0; r < nrows; r++)
 				ts_topk_row(result + (size_t) r * pt->num_outputs * (pt->num_features + 1),
 							pt->num_outputs, pt->num_features, run->spec.top_k,
@@ -416,6 +493,12 @@ void
 ts_gpu_run_end(TsGpuRun *run)
 {
 	MemoryContextDelete(run->context);
+}
+
+bool
+ts_gpu_interventional_ok(const TsModel *m, bool probability)
+{
+	return !probability || (ts_interventional_link_ok(m) && ts_interventional_rescale_bound(m) > 0.0);
 }
 
 bool

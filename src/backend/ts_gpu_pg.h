@@ -8,6 +8,7 @@
 
 #include "backend/ts_catalog.h"
 #include "core/ts_interactions.h"
+#include "core/ts_interventional.h"
 #include "core/ts_wire.h"
 
 typedef struct TsGpuRun TsGpuRun;
@@ -28,7 +29,12 @@ typedef struct TsRunSpec
 	TsInteractionMethod method; /* interactions only */
 	const TsFeatureSelection *selection;	/* interactions only; must outlive the run */
 	int32		top_k;			/* top features: 1 to the model's features */
+	const TsBackground *background; /* SHAP, importance, top features: interventional against
+									 * it (must outlive the run); NULL for path-dependent */
 } TsRunSpec;
+
+/* Whether the GPU can explain against a background in the space asked for (the link's factor is bounded). */
+extern bool ts_gpu_interventional_ok(const TsModel *m, bool probability);
 
 /*
  * Whether SHAP values go to the GPU. auto: when the GPU service is ready

@@ -21,6 +21,47 @@ ts_interventional_link_ok(const TsModel *m)
 	return m->link != TS_LINK_SOFTMAX || m->num_outputs == 1;
 }
 
+/* The largest margin any row can get: the largest base margin plus every tree's largest positive leaf. */
+static double
+margin_bound(const TsModel *m)
+{
+	double		bound = m->base_margin[0];
+	int32_t		width = ts_leaf_size(m);
+
+	for (int32_t k = 1; k < m->num_outputs; k++)
+		bound = fmax(bound, m->base_margin[k]);
+	for (int32_t t = 0; t < m->num_trees; t++)
+	{
+		double		top = 0.0;
+
+		for (int64_t n = m->tree_offset[t]; n < m->tree_offset[t + 1]; n++)
+			if (m->left[n] == -1)
+				for (int32_t k = 0; k < width; k++)
+					top = fmax(top, m->leaf_value[n * width + k]);
+		bound += top;
+	}
+	return bound;
+}
+
+double
+ts_interventional_rescale_bound(const TsModel *m)
+{
+	double		bound;
+
+	switch (m->link)
+	{
+		case TS_LINK_IDENTITY:
+			return 1.0;
+		case TS_LINK_LOGISTIC:
+			return fabs(m->link_scale) / 4.0;
+		case TS_LINK_EXP:
+			bound = exp(margin_bound(m));
+			return isfinite(bound) ? fmax(bound, 1.0) : 0.0;
+		default:
+			return 0.0;
+	}
+}
+
 /* (a - 1)! b! / (a + b)! for a >= 1, from the table when it is that large. */
 static inline double
 set_weight(const TsBackground *bg, int32_t a, int32_t b)
@@ -30,7 +71,18 @@ set_weight(const TsBackground *bg, int32_t a, int32_t b)
 	return exp(lgamma((double) a) + lgamma((double) b + 1.0) - lgamma((double) a + b + 1.0));
 }
 
-/* The table, by W[a][0] = 1 / a and W[a][b] = W[a][b - 1] * b / (a + b). */
+/* W[a][0] = 1 / a and W[a][b] = W[a][b - 1] * b / (a + b). */
+double
+ts_interventional_weight(int32_t a, int32_t b)
+{
+	double		w = 1.0 / a;
+
+	for (int32_t j = 1; j <= b; j++)
+		w = w * j / (double) (a + j);
+	return w;
+}
+
+/* The table of ts_interventional_weight, a row at a time by its recurrence. */
 static void
 fill_weights(TsBackground *bg)
 {

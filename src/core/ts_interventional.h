@@ -20,6 +20,7 @@
 #ifndef TS_INTERVENTIONAL_H
 #define TS_INTERVENTIONAL_H
 
+#include "core/ts_paths.h"
 #include "model/ts_model.h"
 
 typedef struct TsBackground
@@ -34,6 +35,45 @@ typedef struct TsBackground
 	int32_t		max_sets;		/* most features a path can assign: side of the weight table */
 	double	   *weight;			/* (max_sets + 1)^2: (a - 1)! b! / (a + b)! at [a][b] */
 } TsBackground;
+
+/*
+ * A background as plain arrays, the form the GPU service receives: its
+ * rows (input rules applied) and, in probability space, their margins and
+ * linked outputs (margin and output NULL in margin space).
+ */
+typedef struct TsBackgroundRows
+{
+	const float *x;				/* nrows x features */
+	const double *margin;		/* nrows x outputs, or NULL */
+	const double *output;		/* nrows x outputs, or NULL */
+	int64_t		nrows;
+} TsBackgroundRows;
+
+/* (a - 1)! b! / (a + b)! for a >= 1, by the recurrence the walk's table uses (the same bits). */
+extern double ts_interventional_weight(int32_t a, int32_t b);
+
+/*
+ * The path form, for the paths a GPU leaves to the CPU and for the GPU
+ * service's emulation: add to phi (pred_contribs layout; the bias column
+ * untouched) the listed paths' values for row x against every background
+ * row, averaged over them. A path is reached by the hybrids whose set holds
+ * every element only x satisfies (A) and none only r satisfies (B), and by
+ * none when an element is satisfied by neither. In probability space
+ * margin_x and output_x are x's margins and linked outputs; each pair's
+ * values are scaled by shap's rule as in ts_interventional_row.
+ */
+extern void ts_interventional_add_paths_row(const TsPathTable *pt, const int64_t *paths,
+											int64_t num_paths, const TsBackgroundRows *bg,
+											const float *x, const double *margin_x,
+											const double *output_x, double *phi);
+
+/*
+ * A bound on shap's factor (g(f(x)) - g(f(r))) / (f(x) - f(r)) over every
+ * pair of rows, the slope of the link between two margins: 1 for identity,
+ * scale / 4 for the logistic, exp of the largest margin the trees can give
+ * for exp; 0 when there is none (hinge, softmax, or past a double).
+ */
+extern double ts_interventional_rescale_bound(const TsModel *m);
 
 /* Whether the model's link maps each output on its own (softmax does not). */
 extern bool ts_interventional_link_ok(const TsModel *m);

@@ -109,7 +109,7 @@ device_bytes(const TsGpuTableDesc *d)
 
 	if (q != NULL)
 		bytes += (size_t) q->num_chunks * sizeof(TsGpuQuadChunk) +
-			(size_t) q->num_paths * sizeof(TsGpuQuadPath) +
+			(size_t) q->num_paths * (sizeof(TsGpuQuadPath) + (q->leaf_value != NULL ? sizeof(double) : 0)) +
 			(size_t) q->num_elems * (sizeof(TsGpuQuadElem) + sizeof(int32_t)) +
 			(size_t) q->num_coef * sizeof(double) + (size_t) q->num_slots * sizeof(int32_t);
 	if (d->forest != NULL)

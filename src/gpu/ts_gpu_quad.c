@@ -288,6 +288,17 @@ expand_targets(const TsPathTable *pt, const int64_t *order, TsGpuQuadDesc *q, in
 	q->value_width = width;
 }
 
+/* Leaf values of the layout's paths (one value each), in layout order. */
+static double *
+layout_values(const TsPathTable *pt, const int64_t *order, int64_t n)
+{
+	double	   *v = ts_alloc(sizeof(double) * (size_t) (n > 0 ? n : 1));
+
+	for (int64_t i = 0; i < n; i++)
+		v[i] = pt->path_value[order[i]];
+	return v;
+}
+
 /* The n-point rules and w_i / (1 - t_i). */
 static void
 make_rules(QuadRules *rules, TsGpuQuadDesc *q)
@@ -378,6 +389,8 @@ ts_gpu_quad_build(const TsPathTable *pt)
 	q->value_width = 1;
 	if (pt->value_width > 1)
 		expand_targets(pt, order, q, slot_column);
+	else
+		q->leaf_value = layout_values(pt, order, n);
 	ts_free(order);
 	ts_free(stamp);
 	ts_free(slot_of);
@@ -396,5 +409,6 @@ ts_gpu_quad_free(TsGpuQuadDesc *q)
 	ts_free((void *) q->coef);
 	ts_free((void *) q->slot_column);
 	ts_free((void *) q->values);
+	ts_free((void *) q->leaf_value);
 	ts_free(q);
 }

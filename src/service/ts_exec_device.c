@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/ts_interactions.h"
+#include "core/ts_interventional.h"
 #include "core/ts_pack.h"
 #include "core/ts_shap_cpu.h"
 #include "core/ts_topk.h"
@@ -233,15 +234,21 @@ ts_dev_runner_bytes(const TsPathTable *pt, const TsGpuJob *job, int32_t max_rows
 	size_t		x = (size_t) max_rows * pt->num_features * sizeof(float);
 	size_t		result = ts_gpu_job_result_len(job, pt->num_outputs, pt->num_features, max_rows);
 	size_t		acc = result;
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, job->algorithm, 0};
+	size_t		bg = 0;
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, job->algorithm, 0, NULL};
 
 	/* importance and top features accumulate every row's contributions first */
 	if (job->kind == TS_GPU_JOB_IMPORTANCE || job->kind == TS_GPU_JOB_TOP_FEATURES)
 		acc = ts_gpu_job_result_len(&shap, pt->num_outputs, pt->num_features, max_rows);
 	else if (job->kind == TS_GPU_JOB_PREDICT)
 		acc = 0;				/* margins are summed in place */
+	/* an interventional runner holds its background, rows and transpose, margins, outputs */
+	if (job->kind == TS_GPU_JOB_INTERVENTIONAL && job->background != NULL)
+		bg = 2 * (size_t) job->background->nrows * pt->num_features * sizeof(float) +
+			2 * (size_t) job->background->nrows * pt->num_outputs * sizeof(double) +
+			(size_t) max_rows * pt->num_outputs * sizeof(double) * 2;
 	/* per slot: rows and their transpose, accumulators and results */
-	return 2 * (2 * x + (acc + result) * sizeof(double));
+	return 2 * (2 * x + (acc + result) * sizeof(double)) + bg;
 }
 
 /* The emulated runner's selection of an interaction job. */
@@ -265,11 +272,13 @@ static void
 emulated_runner(TsDevRunner *r)
 {
 	const TsPathTable *pt = r->table->layout->pt;
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, r->job.algorithm, 0};
+	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, r->job.algorithm, 0, NULL};
 	size_t		scratch = ts_cpu_scratch_len(pt);
 
 	if (scratch < ts_interactions_scratch_len(pt))
 		scratch = ts_interactions_scratch_len(pt);
+	if (scratch < 2 * (size_t) pt->num_outputs)
+		scratch = 2 * (size_t) pt->num_outputs;	/* a row's margins and outputs */
 	r->scratch = ts_alloc(sizeof(double) * scratch);
 	if (r->job.kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS || r->job.kind == TS_GPU_JOB_TAYLOR_INTERACTIONS)
 	{
@@ -346,6 +355,39 @@ emulated_shap(TsDevRunner *r, const float *x, int32_t nrows, double *phi)
 	ts_cpu_shap_add_paths_rows(pt, alg, l->short_paths, l->num_short, x, nrows, phi, r->scratch);
 }
 
+/*
+ * An emulated interventional launch: the bias, then every short path's
+ * values against the background, per row, with its margins and outputs in
+ * probability space.
+ */
+static void
+emulated_interventional(TsDevRunner *r, const float *x, int32_t nrows, double *phi)
+{
+	const TsDevLayout *l = r->table->layout;
+	const TsPathTable *pt = l->pt;
+	const TsGpuBackground *g = r->job.background;
+	TsBackgroundRows bg = {g->x, g->margin, g->output, g->nrows};
+	size_t		width = (size_t) pt->num_outputs * (pt->num_features + 1);
+	double	   *margin = r->scratch;
+	double	   *output = r->scratch + pt->num_outputs;
+
+	for (int32_t i = 0; i < nrows; i++)
+	{
+		const float *row = x + (size_t) i * pt->num_features;
+		double	   *out = phi + (size_t) i * width;
+
+		memset(out, 0, sizeof(double) * width);
+		for (int32_t k = 0; k < pt->num_outputs; k++)
+			out[(size_t) k * (pt->num_features + 1) + pt->num_features] = pt->bias[k];
+		if (g->link != TS_GPU_LINK_NONE)
+		{
+			ts_model_predict_margin(l->model, row, margin);
+			ts_model_link(l->model, margin, output);
+		}
+		ts_interventional_add_paths_row(pt, l->short_paths, l->num_short, &bg, row, margin, output, out);
+	}
+}
+
 /* An emulated launch, computed now. */
 static void
 emulated_submit(TsDevRunner *r, int slot, int32_t nrows)
@@ -359,6 +401,9 @@ emulated_submit(TsDevRunner *r, int slot, int32_t nrows)
 	{
 		case TS_GPU_JOB_SHAP:
 			emulated_shap(r, s->x, nrows, s->phi);
+			break;
+		case TS_GPU_JOB_INTERVENTIONAL:
+			emulated_interventional(r, s->x, nrows, s->phi);
 			break;
 		case TS_GPU_JOB_IMPORTANCE:
 			emulated_shap(r, s->x, nrows, s->rows);

@@ -46,6 +46,12 @@ ts_resident_drop_runner(TsPlacement *p)
 	p->runner_bytes = 0;
 	ts_free(p->feature_slot);
 	p->feature_slot = NULL;
+	ts_free(p->background_x);
+	ts_free(p->background_values);
+	p->background_x = NULL;
+	p->background_values = NULL;
+	memset(&p->background, 0, sizeof(p->background));
+	p->job.background = NULL;
 }
 
 void

@@ -27,6 +27,9 @@ typedef struct TsPlacement
 	size_t		runner_bytes;
 	TsGpuJob	job;			/* the runner's job; its feature_slot points at feature_slot */
 	int32_t    *feature_slot;
+	TsGpuBackground background;	/* an interventional job's, its rows and values our copies */
+	float	   *background_x;
+	double	   *background_values;	/* margins, then outputs; NULL in margin space */
 	int32_t		precision;
 	int32_t		max_rows;
 	bool		busy[2];		/* the runner's slots with a launch in flight */

@@ -27,7 +27,8 @@ typedef struct Request
 	TsExecMsg	msg;
 	TsSegment	seg;
 	TsResidentModel *m;
-	TsGpuJob	job;			/* its feature_slot points into the segment */
+	TsGpuJob	job;			/* its feature_slot and background point into the segment */
+	TsGpuBackground background;
 	int32_t		precision;
 	int32_t		nrows;
 	int32_t		piece_rows;		/* the most rows one launch takes of it */
@@ -106,6 +107,9 @@ launch_rows(const TsResidentModel *m, const TsGpuJob *job)
 	/* a prediction visits one node per level of each tree */
 	if (job->kind == TS_GPU_JOB_PREDICT)
 		per_row = (double) m->model->num_trees * (m->model->max_depth + 1);
+	/* interventional values test every element against every background row */
+	if (job->kind == TS_GPU_JOB_INTERVENTIONAL)
+		per_row *= (double) job->background->nrows;
 	rows = ts_dev_launch_work() / (per_row > 1.0 ? per_row : 1.0);
 
 	return rows >= 1e9 ? 1000000000 : (rows < 1.0 ? 1 : (int32_t) rows);
@@ -120,7 +124,8 @@ mergeable(const Request *a, const Request *b)
 		a->job.selected == b->job.selected && a->job.top_k == b->job.top_k &&
 		(a->job.feature_slot == NULL ||
 		 memcmp(a->job.feature_slot, b->job.feature_slot,
-				sizeof(int32_t) * (size_t) a->m->paths->num_features) == 0);
+				sizeof(int32_t) * (size_t) a->m->paths->num_features) == 0) &&
+		ts_exec_same_background(a->job.background, b->job.background, a->m->paths);
 }
 
 /* Rows a runner for a request holds: one piece, or for merging jobs as many as a merged launch takes. */
@@ -153,6 +158,12 @@ admit(Request *r)
 		r->job.kind == TS_GPU_JOB_TAYLOR_INTERACTIONS ? h->selected : 0;
 	r->job.feature_slot = r->job.selected > 0 ? (const int32_t *) ((const char *) h + h->feature_slot_offset) : NULL;
 	r->job.top_k = r->job.kind == TS_GPU_JOB_TOP_FEATURES ? h->top_k : 0;
+	if (r->job.kind == TS_GPU_JOB_INTERVENTIONAL)
+	{
+		if (!ts_exec_background(h, r->m, &r->background))
+			return ts_exec_answer(h, TS_REQUEST_FAILED, "the model's link has no GPU form in probability space");
+		r->job.background = &r->background;
+	}
 	r->precision = h->precision;
 	r->nrows = h->nrows;
 	r->input = (const float *) ((const char *) h + h->input_offset[h->area]);

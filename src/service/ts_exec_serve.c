@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/ts_interventional.h"
 #include "model/ts_model.h"
 #include "service/ts_request.h"
 
@@ -105,13 +106,65 @@ upload(TsResidentModel *m, int device, char *msg, size_t msglen)
 
 /* Whether a placement's runner was made for this job and has room for rows rows. */
 static bool
-runner_fits(const TsPlacement *p, const TsGpuJob *job, int32_t precision, int32_t rows, int32_t num_features)
+runner_fits(const TsPlacement *p, const TsGpuJob *job, int32_t precision, int32_t rows,
+			const TsPathTable *pt)
 {
 	return p->runner != NULL && p->job.kind == job->kind && p->job.algorithm == job->algorithm &&
 		p->precision == precision && p->max_rows >= rows && p->job.selected == job->selected &&
 		p->job.top_k == job->top_k &&
 		(job->feature_slot == NULL ||
-		 memcmp(p->feature_slot, job->feature_slot, (size_t) num_features * sizeof(int32_t)) == 0);
+		 memcmp(p->feature_slot, job->feature_slot, (size_t) pt->num_features * sizeof(int32_t)) == 0) &&
+		ts_exec_same_background(p->job.background, job->background, pt);
+}
+
+/* Bytes of a background's rows, and of its margins and outputs together. */
+static void
+background_sizes(const TsGpuBackground *bg, const TsPathTable *pt, size_t *rows, size_t *values)
+{
+	*rows = (size_t) bg->nrows * pt->num_features * sizeof(float);
+	*values = bg->link != TS_GPU_LINK_NONE ? 2 * (size_t) bg->nrows * pt->num_outputs * sizeof(double) : 0;
+}
+
+bool
+ts_exec_same_background(const TsGpuBackground *a, const TsGpuBackground *b, const TsPathTable *pt)
+{
+	size_t		rows,
+				values;
+
+	if (a == NULL || b == NULL)
+		return a == b;
+	if (a->nrows != b->nrows || a->link != b->link)
+		return false;
+	background_sizes(a, pt, &rows, &values);
+	return memcmp(a->x, b->x, rows) == 0 &&
+		(values == 0 || (memcmp(a->margin, b->margin, values / 2) == 0 &&
+						 memcmp(a->output, b->output, values / 2) == 0));
+}
+
+/* The placement's own copy of a job's background, which its runner keeps using. */
+static void
+keep_background(TsPlacement *p, const TsPathTable *pt)
+{
+	const TsGpuBackground *bg = p->job.background;
+	size_t		rows,
+				values;
+
+	if (bg == NULL)
+		return;
+	background_sizes(bg, pt, &rows, &values);
+	p->background = *bg;
+	p->background_x = ts_alloc(rows);
+	memcpy(p->background_x, bg->x, rows);
+	p->background.x = p->background_x;
+	if (values > 0)
+	{
+		p->background_values = ts_alloc(values);
+		memcpy(p->background_values, bg->margin, values / 2);
+		memcpy((char *) p->background_values + values / 2, bg->output, values / 2);
+		p->background.margin = p->background_values;
+		p->background.output = p->background_values + values / 2 / sizeof(double);
+	}
+	p->job.background = &p->background;
 }
 
 /* A new runner for the job on a placement, evicting others while the device is full. */
@@ -134,6 +187,7 @@ new_runner(TsResidentModel *m, int device, const TsGpuJob *job, int32_t precisio
 		memcpy(p->feature_slot, job->feature_slot, slots);
 		p->job.feature_slot = p->feature_slot;
 	}
+	keep_background(p, m->paths);
 	p->precision = precision;
 	p->max_rows = rows;
 	while ((rc = ts_dev_runner_create(p->table, rows, precision, &p->job, &p->runner, msg, msglen)) ==
@@ -167,7 +221,7 @@ ts_exec_place(TsResidentModel *m, int device, const TsGpuJob *job, int32_t preci
 	ts_resident_touch_placement(p);
 	if (p->table == NULL && (rc = upload(m, device, msg, msglen)) != TS_GPU_OK)
 		return rc;
-	if (runner_fits(p, job, precision, rows, m->paths->num_features))
+	if (runner_fits(p, job, precision, rows, m->paths))
 		return TS_GPU_OK;
 	if (p->busy[0] || p->busy[1])
 		return TS_GPU_NOT_READY;
@@ -300,24 +354,68 @@ interaction_job(const TsRequestHeader *h)
 	return h->job_kind == TS_GPU_JOB_SHAPLEY_INTERACTIONS || h->job_kind == TS_GPU_JOB_TAYLOR_INTERACTIONS;
 }
 
+/* The GPU's name of a model's link. */
+static TsGpuLink
+gpu_link(const TsModel *m)
+{
+	switch (m->link)
+	{
+		case TS_LINK_LOGISTIC:
+			return TS_GPU_LINK_LOGISTIC;
+		case TS_LINK_EXP:
+			return TS_GPU_LINK_EXP;
+		default:
+			return TS_GPU_LINK_IDENTITY;
+	}
+}
+
+bool
+ts_exec_background(const TsRequestHeader *h, const TsResidentModel *m, TsGpuBackground *bg)
+{
+	const char *area = (const char *) h + h->background_offset;
+	uint64_t	at = ts_request_background_margin_at(h->background_rows, m->paths->num_features);
+
+	memset(bg, 0, sizeof(*bg));
+	bg->x = (const float *) area;
+	bg->nrows = h->background_rows;
+	bg->link = TS_GPU_LINK_NONE;
+	bg->rescale_bound = 1.0;
+	if (!h->probability)
+		return true;
+	bg->rescale_bound = ts_interventional_rescale_bound(m->model);
+	if (bg->rescale_bound <= 0.0 || !ts_interventional_link_ok(m->model))
+		return false;
+	bg->link = gpu_link(m->model);
+	bg->link_scale = m->model->link_scale;
+	bg->margin = (const double *) (area + at);
+	bg->output = bg->margin + (size_t) h->background_rows * m->paths->num_outputs;
+	return true;
+}
+
 bool
 ts_exec_valid_run(const TsSegment *seg, const TsResidentModel *m)
 {
 	const TsRequestHeader *h = seg->h;
 	const TsPathTable *pt = m->paths;
 	TsGpuJob	job = {(TsGpuJobKind) h->job_kind, NULL, h->selected, (TsGpuAlgorithm) h->algorithm,
-	h->top_k};
+	h->top_k, NULL};
 	bool		interactions = interaction_job(h);
 	size_t		input = (size_t) h->max_rows * pt->num_features * sizeof(float);
 
 	if (h->num_features != pt->num_features || h->num_outputs != pt->num_outputs ||
 		h->max_rows < 1 || h->nrows < 1 || h->nrows > h->max_rows ||
 		h->area < 0 || h->area >= TS_REQUEST_AREAS ||
-		h->job_kind < TS_GPU_JOB_SHAP || h->job_kind > TS_GPU_JOB_PREDICT ||
+		h->job_kind < TS_GPU_JOB_SHAP || h->job_kind > TS_GPU_JOB_INTERVENTIONAL ||
 		h->algorithm < TS_GPU_ALG_TREESHAP || h->algorithm > TS_GPU_ALG_QUADRATURE ||
 		h->precision < TS_GPU_FLOAT64 || h->precision > TS_GPU_FLOAT32)
 		return false;
 	if (h->job_kind == TS_GPU_JOB_TOP_FEATURES && (h->top_k < 1 || h->top_k > pt->num_features))
+		return false;
+	if (h->job_kind == TS_GPU_JOB_INTERVENTIONAL &&
+		(h->background_rows < 1 || h->probability < 0 || h->probability > 1 ||
+		 !within(seg, h->background_offset,
+				 ts_request_background_bytes(h->background_rows, pt->num_features, pt->num_outputs,
+											 h->probability))))
 		return false;
 	if (interactions && (h->selected < 1 || h->selected > pt->num_features ||
 						 !within(seg, h->feature_slot_offset, (size_t) pt->num_features * sizeof(int32_t))))

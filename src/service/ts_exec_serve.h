@@ -63,6 +63,17 @@ extern int32_t ts_exec_answer(TsRequestHeader *h, int32_t status, const char *fm
 extern bool ts_exec_valid_run(const TsSegment *seg, const TsResidentModel *m);
 
 /*
+ * An interventional run's background, pointing into its (valid) segment,
+ * with the model's link in probability space; false when that link has no
+ * bound on shap's factor (the backend keeps such calls on its CPU).
+ */
+extern bool ts_exec_background(const TsRequestHeader *h, const TsResidentModel *m, TsGpuBackground *bg);
+
+/* Whether two jobs' backgrounds are the same rows (both NULL included). */
+extern bool ts_exec_same_background(const TsGpuBackground *a, const TsGpuBackground *b,
+									const TsPathTable *pt);
+
+/*
  * Make a model's placement on a device ready for a launch of up to rows
  * rows of job: uploaded, with a runner for the job. TS_GPU_NOT_READY when
  * its runner must change while a launch of it is in flight.

@@ -72,6 +72,15 @@ typedef struct TsRequestHeader
 	uint64_t	output_offset[TS_REQUEST_AREAS];	/* output_len doubles */
 	uint64_t	output_len;
 
+	/*
+	 * run, interventional: the background, background_rows x num_features
+	 * float32 (input rules applied), then in probability space as many rows
+	 * of num_outputs margins and of num_outputs linked outputs (doubles)
+	 */
+	uint64_t	background_offset;
+	int32_t		background_rows;
+	int32_t		probability;
+
 	/* the answer */
 	int64_t		paths;			/* load: the resident model's paths */
 	uint64_t	interface_len;	/* load: its interface's length, written when within the room */
@@ -88,6 +97,21 @@ static inline uint64_t
 ts_request_align(uint64_t n)
 {
 	return (n + TS_REQUEST_ALIGN - 1) & ~(uint64_t) (TS_REQUEST_ALIGN - 1);
+}
+
+/* Where a background's margins start in its area: after its rows, aligned. */
+static inline uint64_t
+ts_request_background_margin_at(int32_t rows, int32_t num_features)
+{
+	return ts_request_align((uint64_t) rows * (uint64_t) num_features * sizeof(float));
+}
+
+/* Bytes of a background area: rows, then in probability space margins and outputs. */
+static inline uint64_t
+ts_request_background_bytes(int32_t rows, int32_t num_features, int32_t num_outputs, int32_t probability)
+{
+	return ts_request_background_margin_at(rows, num_features) +
+		(probability ? 2 * (uint64_t) rows * (uint64_t) num_outputs * sizeof(double) : 0);
 }
 
 #endif							/* TS_REQUEST_H */

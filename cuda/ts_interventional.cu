@@ -1,0 +1,374 @@
+/*
+ * ts_interventional.cu - interventional SHAP against a background, path by
+ * path (src/core/ts_interventional.h's path form). For a row x and a path,
+ * the elements x does not satisfy (B) are fixed; a background row r reaches
+ * the path with x exactly when r satisfies all of B, and then the elements
+ * r does not satisfy (A) are the ones only x satisfies. Each such pair adds
+ * v (|A|-1)! |B|! / (|A|+|B|)! to every feature of A and takes
+ * v |A|! (|B|-1)! / (|A|+|B|)! from every feature of B.
+ *
+ * A block explains a tile of rows (one per thread) with one chunk of
+ * paths. Per path, the block's threads first write the masks of A for a
+ * tile of background rows into shared memory (one row each, coalesced over
+ * the feature-major background), then every thread runs over those masks
+ * for its own row: a broadcast load, one AND, and work only when the pair
+ * reaches the path. Slot sums stay in shared memory as in the quadrature
+ * kernel.
+ *
+ * Determinism: a thread adds its pairs in background order and its paths in
+ * chunk order, then rounds each slot to int64 fixed point, added with
+ * integer atomics; the result does not depend on scheduling.
+ */
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ts_interventional.cuh"
+
+#include "ts_device_array.cuh"
+
+struct TsIvBackground
+{
+	float	   *x_t;			/* features x nrows */
+	double	   *margin;			/* nrows x outputs, probability space only */
+	double	   *output;
+	double	   *weight;			/* kIvWeightSide^2: (a - 1)! b! / (a + b)! at [a][b] */
+	int32_t		nrows;
+	int32_t		num_outputs;
+	int32_t		link;
+	double		link_scale;
+	double		rescale_bound;
+};
+
+namespace
+{
+
+constexpr int kIvThreads = 128;
+constexpr int kIvMaxElems = TS_GPU_LANES;	/* the layout's paths have at most 31 */
+constexpr int kIvWeightSide = kIvMaxElems + 1;
+
+/* Kernel arguments. */
+struct IvArgs
+{
+	const TsGpuQuadChunk *__restrict__ chunks;
+	const TsGpuQuadPath *__restrict__ paths;
+	const TsGpuQuadElem *__restrict__ elems;
+	const int32_t *__restrict__ elem_cat;
+	const int32_t *__restrict__ slot_column;
+	const double *__restrict__ values;	/* vector leaves: path i's value k at i * value_width + k */
+	const double *__restrict__ leaf_value;	/* else: path i's value */
+	int32_t		value_width;
+	int32_t		num_features;
+	const uint32_t *__restrict__ cats;
+	const float *__restrict__ x_t;
+	int32_t		nrows;
+	const float *__restrict__ bg_t;
+	int32_t		nbg;
+	const double *__restrict__ x_margin;
+	const double *__restrict__ bg_margin;
+	const double *__restrict__ bg_output;
+	int32_t		num_outputs;
+	int32_t		link;
+	double		link_scale;
+	const double *__restrict__ weight;
+	int64_t		row_tiles;
+	double		scale;
+	double		inv_nbg;
+	unsigned long long *acc;
+};
+
+/* The model's link of one margin. */
+__device__ __forceinline__ double
+apply_link(int link, double scale, double m)
+{
+	if (link == TS_GPU_LINK_LOGISTIC)
+		return 1.0 / (1.0 + exp(-scale * m));
+	if (link == TS_GPU_LINK_EXP)
+		return exp(m);
+	return m;
+}
+
+/* shap's factor of a pair in probability space: the output's change over the margin's, 1 when equal. */
+__device__ __forceinline__ double
+pair_rescale(const IvArgs &a, int32_t r, int32_t output, double mx, double gx)
+{
+	const double mr = __ldg(a.bg_margin + (size_t) r * a.num_outputs + output);
+	const double dm = mx - mr;
+
+	if (dm == 0.0)
+		return 1.0;
+	return (gx - __ldg(a.bg_output + (size_t) r * a.num_outputs + output)) / dm;
+}
+
+/* Mask of the path's elements (up to D) that a value source does not satisfy. */
+template <int D>
+__device__ __forceinline__ uint32_t
+unsatisfied(const IvArgs &a, const TsGpuQuadPath &p, const float *__restrict__ src, int32_t stride,
+			int32_t at)
+{
+	uint32_t	mask = 0;
+
+#pragma unroll
+	for (int k = 0; k < D; k++)
+		if (k < p.d)
+		{
+			const TsGpuQuadElem e = a.elems[p.elem + k];
+			const float x = __ldg(src + (size_t) e.feature * stride + at);
+
+			mask |= (ts_quad_satisfies(e, p.elem + k, x, a.elem_cat, a.cats) ? 0u : 1u) << k;
+		}
+	return mask;
+}
+
+/*
+ * One path of at most D elements for the thread's row: the pairs' weights
+ * summed over the background, tile by tile, then added to the elements'
+ * slots, v already divided by the background's rows. Every thread of the
+ * block runs it (barriers inside).
+ */
+template <int D>
+__device__ __forceinline__ void
+iv_path(const IvArgs &a, const TsGpuQuadPath &p, double v, int32_t row, int32_t output, double mx,
+		double gx, const double *W, uint32_t *masks, double *acc)
+{
+	const uint32_t ux = unsatisfied<D>(a, p, a.x_t, a.nrows, row);
+	const int	b = __popc(ux);
+	double		sum_b = 0.0;
+	double		sum_a[D];
+
+#pragma unroll
+	for (int k = 0; k < D; k++)
+		sum_a[k] = 0.0;
+	for (int32_t r0 = 0; r0 < a.nbg; r0 += kIvThreads)
+	{
+		const int	n = min(kIvThreads, a.nbg - r0);
+
+		__syncthreads();
+		if ((int) threadIdx.x < n)
+			masks[threadIdx.x] = unsatisfied<D>(a, p, a.bg_t, a.nbg, r0 + (int32_t) threadIdx.x);
+		__syncthreads();
+		for (int j = 0; j < n; j++)
+		{
+			const uint32_t ur = masks[j];
+			int			na;
+			double		c;
+
+			if ((ur & ux) != 0 || (ur | ux) == 0)
+				continue;		/* no hybrid reaches the leaf, or all do */
+			na = __popc(ur);
+			c = a.link != TS_GPU_LINK_NONE ? pair_rescale(a, r0 + j, output, mx, gx) : 1.0;
+			if (b > 0)
+				sum_b = fma(c, W[b * kIvWeightSide + na], sum_b);
+			if (na > 0)
+			{
+				const double wa = c * W[na * kIvWeightSide + b];
+
+#pragma unroll
+				for (int k = 0; k < D; k++)
+					sum_a[k] += (ur >> k) & 1u ? wa : 0.0;
+			}
+		}
+	}
+#pragma unroll
+	for (int k = 0; k < D; k++)
+		if (k < p.d)
+		{
+			const int	slot = a.elems[p.elem + k].slot_flags & 0xffff;
+
+			acc[slot * kIvThreads] += v * ((ux >> k) & 1u ? -sum_b : sum_a[k]);
+		}
+}
+
+/* iv_path with the smallest D of 8, 16, 32 that holds the path, up to DMAX. */
+template <int D, int DMAX>
+__device__ __forceinline__ void
+iv_path_dispatch(const IvArgs &a, const TsGpuQuadPath &p, double v, int32_t row, int32_t output,
+				 double mx, double gx, const double *W, uint32_t *masks, double *acc)
+{
+	if (p.d <= D || D >= DMAX)
+		iv_path<D>(a, p, v, row, output, mx, gx, W, masks, acc);
+	else if constexpr (D < DMAX)
+		iv_path_dispatch<2 * D, DMAX>(a, p, v, row, output, mx, gx, W, masks, acc);
+}
+
+/* The value of layout path p that chunk ch adds. */
+__device__ __forceinline__ double
+path_value(const IvArgs &a, const TsGpuQuadChunk &ch, int64_t p)
+{
+	return a.values != nullptr ? __ldg(a.values + p * a.value_width + ch.target) : __ldg(a.leaf_value + p);
+}
+
+/*
+ * One block: kIvThreads rows with one chunk of paths. Rows past the batch
+ * compute on the last row (every thread takes part in the barriers) and
+ * are not added.
+ */
+template <int DMAX>
+__global__ void __launch_bounds__(kIvThreads)
+iv_kernel(IvArgs a)
+{
+	extern __shared__ __align__(16) unsigned char iv_shared[];
+	double	   *W = (double *) iv_shared;
+	uint32_t   *masks = (uint32_t *) (W + kIvWeightSide * kIvWeightSide);
+	double	   *acc = (double *) (masks + kIvThreads) + threadIdx.x;
+	const TsGpuQuadChunk ch = a.chunks[blockIdx.x / a.row_tiles];
+	const int32_t first = (int32_t) (blockIdx.x % a.row_tiles) * kIvThreads + threadIdx.x;
+	const int32_t row = min(first, a.nrows - 1);
+
+	for (int i = threadIdx.x; i < kIvWeightSide * kIvWeightSide; i += kIvThreads)
+		W[i] = a.weight[i];
+	for (int s = 0; s < ch.slots; s++)
+		acc[s * kIvThreads] = 0.0;
+	for (int64_t p = ch.path_lo; p < ch.path_hi; p++)
+	{
+		const TsGpuQuadPath path = a.paths[p];
+		const double v = path_value(a, ch, p);
+		int32_t		output = 0;
+		double		mx = 0.0;
+
+		/* a zero value adds nothing; the test is the same in every thread */
+		if (v == 0.0)
+			continue;
+		if (a.link != TS_GPU_LINK_NONE)
+		{
+			output = __ldg(a.slot_column + ch.slot_start + (a.elems[path.elem].slot_flags & 0xffff)) /
+				a.num_features;
+			mx = __ldg(a.x_margin + (size_t) row * a.num_outputs + output);
+		}
+		iv_path_dispatch<8, DMAX>(a, path, v * a.inv_nbg, row, output, mx,
+								  apply_link(a.link, a.link_scale, mx), W, masks, acc);
+	}
+	for (int s = 0; s < ch.slots; s++)
+	{
+		const size_t column = (size_t) __ldg(a.slot_column + ch.slot_start + s) * a.nrows;
+		const long long q = __double2ll_rn(acc[s * kIvThreads] * a.scale);
+
+		if (q != 0 && first < a.nrows)
+			atomicAdd(a.acc + column + first, (unsigned long long) q);
+	}
+}
+
+template <int DMAX>
+cudaError_t
+launch_iv(const TsQuadTable *q, IvArgs a, cudaStream_t stream)
+{
+	size_t		shared = sizeof(double) * kIvWeightSide * kIvWeightSide + sizeof(uint32_t) * kIvThreads +
+		(size_t) (q->max_slots > 0 ? q->max_slots : 1) * kIvThreads * sizeof(double);
+	int64_t		blocks;
+	cudaError_t rc = cudaFuncSetAttribute(iv_kernel<DMAX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+										  (int) shared);
+
+	if (rc != cudaSuccess)
+		return rc;
+	a.row_tiles = (a.nrows + kIvThreads - 1) / kIvThreads;
+	blocks = a.row_tiles * q->num_chunks;
+	if (blocks > 0x7fffffffLL)
+		return cudaErrorInvalidConfiguration;
+	iv_kernel<DMAX><<<(unsigned) blocks, kIvThreads, shared, stream>>>(a);
+	return cudaGetLastError();
+}
+
+/* The weight table, by the recurrence of the CPU's (the same bits). */
+void
+fill_weights(double *w)
+{
+	memset(w, 0, sizeof(double) * kIvWeightSide * kIvWeightSide);
+	for (int a = 1; a < kIvWeightSide; a++)
+	{
+		w[a * kIvWeightSide] = 1.0 / a;
+		for (int b = 1; b < kIvWeightSide; b++)
+			w[a * kIvWeightSide + b] = w[a * kIvWeightSide + b - 1] * b / (double) (a + b);
+	}
+}
+
+/* The rows feature-major on the device, through a row-major copy. */
+cudaError_t
+upload_rows(TsIvBackground *d, const float *x, int32_t nrows, int32_t num_features)
+{
+	float	   *rows = nullptr;
+	cudaError_t rc;
+
+	if ((rc = ts_upload_array(&rows, x, (int64_t) nrows * num_features)) != cudaSuccess ||
+		(rc = cudaMalloc(&d->x_t, (size_t) nrows * num_features * sizeof(float) + 16)) != cudaSuccess ||
+		(rc = ts_quad_transpose(rows, nrows, num_features, d->x_t, 0)) != cudaSuccess)
+	{
+		cudaFree(rows);
+		return rc;
+	}
+	rc = cudaDeviceSynchronize();
+	cudaFree(rows);
+	return rc;
+}
+
+}								/* namespace */
+
+cudaError_t
+ts_iv_upload(const TsGpuBackground *bg, int32_t num_features, int32_t num_outputs, TsIvBackground **out)
+{
+	TsIvBackground *d = new TsIvBackground();
+	double		weight[kIvWeightSide * kIvWeightSide];
+	bool		probability = bg->link != TS_GPU_LINK_NONE;
+	int64_t		values = probability ? (int64_t) bg->nrows * num_outputs : 0;
+	cudaError_t rc;
+
+	*out = nullptr;
+	d->nrows = bg->nrows;
+	d->num_outputs = num_outputs;
+	d->link = bg->link;
+	d->link_scale = bg->link_scale;
+	d->rescale_bound = bg->rescale_bound > 1.0 ? bg->rescale_bound : 1.0;
+	fill_weights(weight);
+	if ((rc = upload_rows(d, bg->x, bg->nrows, num_features)) != cudaSuccess ||
+		(rc = ts_upload_array(&d->weight, (const double *) weight, kIvWeightSide * kIvWeightSide)) != cudaSuccess ||
+		(probability && (rc = ts_upload_array(&d->margin, bg->margin, values)) != cudaSuccess) ||
+		(probability && (rc = ts_upload_array(&d->output, bg->output, values)) != cudaSuccess))
+	{
+		ts_iv_free(d);
+		return rc;
+	}
+	*out = d;
+	return cudaSuccess;
+}
+
+void
+ts_iv_free(TsIvBackground *bg)
+{
+	if (bg == nullptr)
+		return;
+	cudaFree(bg->x_t);
+	cudaFree(bg->margin);
+	cudaFree(bg->output);
+	cudaFree(bg->weight);
+	cudaGetLastError();
+	delete bg;
+}
+
+bool
+ts_iv_probability(const TsIvBackground *bg)
+{
+	return bg->link != TS_GPU_LINK_NONE;
+}
+
+cudaError_t
+ts_iv_enqueue(const TsQuadTable *q, const TsIvBackground *bg, const uint32_t *cats, const float *x_t,
+			  int32_t nrows, const double *x_margin, double table_scale, unsigned long long *acc,
+			  cudaStream_t stream)
+{
+	int			exponent;
+	IvArgs		a = {q->chunks, q->paths, q->elems, q->elem_cat, q->slot_column, q->values,
+		q->leaf_value, q->value_width, q->num_features, cats, x_t, nrows, bg->x_t, bg->nrows,
+		x_margin, bg->margin, bg->output, bg->num_outputs, bg->link, bg->link_scale, bg->weight,
+		0, table_scale, 1.0 / bg->nrows, acc};
+
+	if (nrows <= 0 || q->num_chunks == 0 || bg->nrows <= 0)
+		return cudaSuccess;
+	/* the pairs' factors multiply a bound on |phi| by at most rescale_bound <= 2^exponent */
+	frexp(bg->rescale_bound, &exponent);
+	a.scale = ldexp(table_scale, -exponent);
+	if (q->max_points <= 4)
+		return launch_iv<8>(q, a, stream);
+	if (q->max_points <= 8)
+		return launch_iv<16>(q, a, stream);
+	return launch_iv<kIvMaxElems>(q, a, stream);
+}

@@ -1,0 +1,37 @@
+/*
+ * ts_interventional.cuh - interventional SHAP on a GPU (TS_GPU_JOB_INTERVENTIONAL):
+ * a background's device copy and the kernel's launcher, over the
+ * quadrature layout's chunks, paths and slots (ts_quad.cuh). Internal to
+ * cuda/; ts_shap.cu's runner uploads the background with the runner and
+ * enqueues the kernel per batch.
+ */
+#ifndef TS_INTERVENTIONAL_CUH
+#define TS_INTERVENTIONAL_CUH
+
+#include <cuda_runtime.h>
+
+#include "ts_cuda.h"
+#include "ts_quad.cuh"
+
+struct TsIvBackground;
+
+/* Copy a background to the current GPU, its rows feature-major; on failure nothing stays allocated. */
+cudaError_t ts_iv_upload(const TsGpuBackground *bg, int32_t num_features, int32_t num_outputs,
+						 TsIvBackground **out);
+
+void		ts_iv_free(TsIvBackground *bg);
+
+/* Whether the job works in probability space (and so needs each row's margins). */
+bool		ts_iv_probability(const TsIvBackground *bg);
+
+/*
+ * Enqueue one batch: every row's values (x_t feature-major, its margins in
+ * x_margin when in probability space) added as round(phi * scale) to acc
+ * (zeroed, column-major as the quadrature kernel's), table_scale lowered
+ * by the background's rescale bound.
+ */
+cudaError_t ts_iv_enqueue(const TsQuadTable *q, const TsIvBackground *bg, const uint32_t *cats,
+						  const float *x_t, int32_t nrows, const double *x_margin, double table_scale,
+						  unsigned long long *acc, cudaStream_t stream);
+
+#endif							/* TS_INTERVENTIONAL_CUH */
