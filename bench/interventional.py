@@ -8,16 +8,20 @@ WORK_DIR holds NAME.json and NAME.csv (bench/grid.py writes them). The
 explained rows are the first TS_BENCH_IV_ROWS (default 100) distinct rows,
 the background the TS_BENCH_IV_BG (default 1,000) rows after them.
 Ours: explain_shap_wide(..., background => ...) with treeshap.cpu_threads =
-TS_BENCH_IV_THREADS (default: every core) on the device treeshap.device
-(TS_BENCH_DEVICE, default cpu); shap: TreeExplainer(booster, background,
-feature_perturbation="interventional").shap_values on the same rows, the
-whole background (shap.maskers.Independent with max_samples = its size: a
-bare array of over 100 rows is silently subsampled to 100); shap's
-interventional explainer runs on one core. Each is timed once after a
-warm-up call on a few rows; the values must agree within 1e-6 relative.
-Prints one JSON record per model, then the ratios.
+TS_BENCH_IV_THREADS (default: every core) on each device of TS_BENCH_DEVICES
+(comma-separated, default cpu; gpu needs the GPU service); shap:
+TreeExplainer(booster, background, feature_perturbation="interventional")
+.shap_values on the same rows, the whole background (shap.maskers.Independent
+with max_samples = its size: a bare array of over 100 rows is silently
+subsampled to 100). shap's interventional explainer runs on one core; it is
+timed as it ships (TS_BENCH_IV_SHAP_SERIAL=0 skips that) and on every core,
+the rows split over one process per core (TS_BENCH_IV_SHAP_PROCS), each
+with its own explainer built before the clock starts. Each is timed once
+after a warm-up call on a few rows; the values must agree within 1e-6
+relative. Prints one JSON record per model and device, then the ratios.
 """
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -33,7 +37,9 @@ from concurrency import features_of, load  # noqa: E402
 ROWS = int(os.environ.get("TS_BENCH_IV_ROWS", "100"))
 BG = int(os.environ.get("TS_BENCH_IV_BG", "1000"))
 THREADS = int(os.environ.get("TS_BENCH_IV_THREADS", str(os.cpu_count())))
-DEVICE = os.environ.get("TS_BENCH_DEVICE", "cpu")
+DEVICES = os.environ.get("TS_BENCH_DEVICES", os.environ.get("TS_BENCH_DEVICE", "cpu")).split(",")
+SHAP_PROCS = int(os.environ.get("TS_BENCH_IV_SHAP_PROCS", str(os.cpu_count())))
+SHAP_SERIAL = os.environ.get("TS_BENCH_IV_SHAP_SERIAL", "1") == "1"
 
 
 def ours(cur, name, table, features, rows):
@@ -48,15 +54,42 @@ def ours(cur, name, table, features, rows):
     return time.perf_counter() - t0, out
 
 
-def theirs(work, name, X, R):
+def explainer(work, name, R):
     booster = xgb.Booster()
     booster.load_model(os.path.join(work, name + ".json"))
     # a bare array of over 100 rows would be subsampled to 100 by shap's default masker
     background = shap.maskers.Independent(R, max_samples=len(R))
-    e = shap.TreeExplainer(booster, data=background, feature_perturbation="interventional")
+    return shap.TreeExplainer(booster, data=background, feature_perturbation="interventional")
+
+
+def theirs(work, name, X, R):
+    e = explainer(work, name, R)
     t0 = time.perf_counter()
     values = np.asarray(e.shap_values(X, check_additivity=False), dtype=float)
     return time.perf_counter() - t0, values
+
+
+_worker = {}
+
+
+def _worker_init(work, name, R):
+    _worker["e"] = explainer(work, name, R)
+
+
+def _worker_rows(X):
+    return np.asarray(_worker["e"].shap_values(X, check_additivity=False), dtype=float)
+
+
+def theirs_parallel(work, name, X, R, procs):
+    """shap on every core: the rows in chunks over procs processes (spawned: XGBoost's OpenMP does
+    not survive a fork), explainers built first."""
+    chunks = [c for c in np.array_split(X, procs * 4) if len(c) > 0]
+    with multiprocessing.get_context("spawn").Pool(procs, _worker_init, (work, name, R)) as pool:
+        pool.map(_worker_rows, [X[:1]] * procs)     # every worker's explainer built, warm
+        t0 = time.perf_counter()
+        parts = pool.map(_worker_rows, chunks)
+        seconds = time.perf_counter() - t0
+    return seconds, np.concatenate(parts, axis=0)
 
 
 def compare(mine, values, outputs):
@@ -66,6 +99,15 @@ def compare(mine, values, outputs):
         ref = values[key] if outputs == 1 else values[key, :, k]
         worst = max(worst, np.abs(np.array(phi) - ref).max() / max(1.0, np.abs(ref).max()))
     return worst
+
+
+def measure_ours(conn, name, table, features, device):
+    with conn.cursor() as cur:
+        cur.execute(f"SET treeshap.device = {device}")
+        cur.execute("SET treeshap.match_columns = position")
+        cur.execute(f"SET treeshap.cpu_threads = {THREADS}")
+        ours(cur, name, table, features, 2)     # warm: the model's cache entry
+        return ours(cur, name, table, features, ROWS)
 
 
 def main():
@@ -80,27 +122,28 @@ def main():
         load(conn, work, name, table, features, len(distinct))
         X = distinct[:ROWS, 1:].astype(np.float64)
         R = distinct[ROWS:ROWS + BG, 1:].astype(np.float64)
-        with conn.cursor() as cur:
-            cur.execute(f"SET treeshap.device = {DEVICE}")
-            cur.execute("SET treeshap.match_columns = position")
-            cur.execute(f"SET treeshap.cpu_threads = {THREADS}")
-            ours(cur, name, table, features, 2)     # warm: the model's cache entry
-            t_ours, mine = ours(cur, name, table, features, ROWS)
         theirs(work, name, X[:2], R[:10])          # warm: shap's model conversion paths
-        t_shap, values = theirs(work, name, X, R)
-        err = compare(mine, values, outputs)
-        rec = {"model": name, "rows": ROWS, "background": BG, "device": DEVICE, "threads": THREADS,
-               "ours_s": round(t_ours, 3), "shap_s": round(t_shap, 3),
-               "pairs_per_s_ours": round(ROWS * BG / t_ours), "pairs_per_s_shap": round(ROWS * BG / t_shap),
-               "speedup": round(t_shap / t_ours, 2), "max_rel_diff": float(f"{err:.2e}"),
-               "shap": shap.__version__}
-        print(json.dumps(rec), flush=True)
-        records.append(rec)
-        assert err <= 1e-6, (name, err)
-    print(f"\n{'model':<18} {'rows x bg':>11} {'ours s':>8} {'shap s':>8} {'ours/shap':>10}")
+        t_par, values = theirs_parallel(work, name, X, R, SHAP_PROCS)
+        t_serial = theirs(work, name, X, R)[0] if SHAP_SERIAL else None
+        for device in DEVICES:
+            t_ours, mine = measure_ours(conn, name, table, features, device)
+            err = compare(mine, values, outputs)
+            rec = {"model": name, "rows": ROWS, "background": BG, "device": device, "threads": THREADS,
+                   "ours_s": round(t_ours, 4), "shap_all_cores_s": round(t_par, 3), "shap_procs": SHAP_PROCS,
+                   "shap_one_core_s": round(t_serial, 3) if t_serial else None,
+                   "pairs_per_s_ours": round(ROWS * BG / t_ours),
+                   "speedup_vs_shap_all_cores": round(t_par / t_ours, 2),
+                   "speedup_vs_shap_one_core": round(t_serial / t_ours, 2) if t_serial else None,
+                   "max_rel_diff": float(f"{err:.2e}"), "shap": shap.__version__}
+            print(json.dumps(rec), flush=True)
+            records.append(rec)
+            assert err <= 1e-6, (name, device, err)
+    print(f"\n{'model':<18} {'device':>6} {'rows x bg':>11} {'ours s':>8} {'shap s, all cores':>18} "
+          f"{'ours/shap':>10} {'shap s, 1 core':>15} {'ours/shap':>10}")
     for r in records:
-        print(f"{r['model']:<18} {r['rows']:>5} x {r['background']:<5} {r['ours_s']:>8} {r['shap_s']:>8} "
-              f"{r['speedup']:>9}x")
+        print(f"{r['model']:<18} {r['device']:>6} {r['rows']:>5} x {r['background']:<5} {r['ours_s']:>8} "
+              f"{r['shap_all_cores_s']:>18} {r['speedup_vs_shap_all_cores']:>9}x "
+              f"{str(r['shap_one_core_s']):>15} {str(r['speedup_vs_shap_one_core']):>9}x")
 
 
 if __name__ == "__main__":

@@ -344,6 +344,16 @@ ts_iv_free(TsIvBackground *bg)
 	delete bg;
 }
 
+double
+ts_iv_scale(const TsIvBackground *bg, double table_scale)
+{
+	int			exponent;
+
+	/* the pairs' factors multiply a bound on |phi| by at most rescale_bound <= 2^exponent */
+	frexp(bg->rescale_bound, &exponent);
+	return ldexp(table_scale, -exponent);
+}
+
 bool
 ts_iv_probability(const TsIvBackground *bg)
 {
@@ -355,17 +365,13 @@ ts_iv_enqueue(const TsQuadTable *q, const TsIvBackground *bg, const uint32_t *ca
 			  int32_t nrows, const double *x_margin, double table_scale, unsigned long long *acc,
 			  cudaStream_t stream)
 {
-	int			exponent;
 	IvArgs		a = {q->chunks, q->paths, q->elems, q->elem_cat, q->slot_column, q->values,
 		q->leaf_value, q->value_width, q->num_features, cats, x_t, nrows, bg->x_t, bg->nrows,
 		x_margin, bg->margin, bg->output, bg->num_outputs, bg->link, bg->link_scale, bg->weight,
-		0, table_scale, 1.0 / bg->nrows, acc};
+		0, ts_iv_scale(bg, table_scale), 1.0 / bg->nrows, acc};
 
 	if (nrows <= 0 || q->num_chunks == 0 || bg->nrows <= 0)
 		return cudaSuccess;
-	/* the pairs' factors multiply a bound on |phi| by at most rescale_bound <= 2^exponent */
-	frexp(bg->rescale_bound, &exponent);
-	a.scale = ldexp(table_scale, -exponent);
 	if (q->max_points <= 4)
 		return launch_iv<8>(q, a, stream);
 	if (q->max_points <= 8)

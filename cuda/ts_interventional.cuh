@@ -24,11 +24,13 @@ void		ts_iv_free(TsIvBackground *bg);
 /* Whether the job works in probability space (and so needs each row's margins). */
 bool		ts_iv_probability(const TsIvBackground *bg);
 
+/* The fixed-point scale of its sums: the table's, lowered by the background's bound on shap's factor. */
+double		ts_iv_scale(const TsIvBackground *bg, double table_scale);
+
 /*
  * Enqueue one batch: every row's values (x_t feature-major, its margins in
- * x_margin when in probability space) added as round(phi * scale) to acc
- * (zeroed, column-major as the quadrature kernel's), table_scale lowered
- * by the background's rescale bound.
+ * x_margin when in probability space) added as round(phi * ts_iv_scale())
+ * to acc (zeroed, column-major as the quadrature kernel's).
  */
 cudaError_t ts_iv_enqueue(const TsQuadTable *q, const TsIvBackground *bg, const uint32_t *cats,
 						  const float *x_t, int32_t nrows, const double *x_margin, double table_scale,

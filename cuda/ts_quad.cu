@@ -361,6 +361,8 @@ ts_quad_upload(const TsGpuQuadDesc *desc, int32_t num_features, int32_t num_outp
 		(rc = ts_upload_array(&q->slot_column, desc->slot_column, desc->num_slots)) != cudaSuccess ||
 		(desc->values != nullptr &&
 		 (rc = ts_upload_array(&q->values, desc->values, desc->num_paths * desc->value_width)) != cudaSuccess) ||
+		(desc->leaf_value != nullptr &&
+		 (rc = ts_upload_array(&q->leaf_value, desc->leaf_value, desc->num_paths)) != cudaSuccess) ||
 		(rc = cudaMalloc(&q->coef_single, (size_t) (desc->num_coef > 0 ? desc->num_coef : 1) * sizeof(float))) != cudaSuccess ||
 		(rc = cudaMemcpyToSymbol(unsat_weight_double, desc->unsat_weight, sizeof(desc->unsat_weight))) != cudaSuccess ||
 		(rc = cudaMemcpyToSymbol(unsat_weight_single, single, sizeof(single))) != cudaSuccess)

@@ -467,9 +467,10 @@ enqueue_explain(const TsGpuTable *t, const float *x, float *x_t, int32_t nrows,
 	else
 	{
 		size_t		phi_count = (size_t) nrows * t->num_outputs * (t->num_features + 1);
+		double		scale = job.kind == TS_GPU_JOB_INTERVENTIONAL ? ts_iv_scale(bg, t->scale) : t->scale;
 
 		finalize_kernel<<<stride_blocks(phi_count), 256, 0, stream>>>(
-			acc, layout, t->bias, nrows, t->num_features, t->num_outputs, 1.0 / t->scale, out);
+			acc, layout, t->bias, nrows, t->num_features, t->num_outputs, 1.0 / scale, out);
 	}
 	return cudaGetLastError();
 }
