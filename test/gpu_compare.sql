@@ -142,13 +142,6 @@ SELECT format('gpu-compare predict: %s fixtures, %s (row, output) pairs; %s diff
 -- interventional values against a background (rows 1-40, the background every
 -- tenth row), margins and, where the link allows, probabilities: GPU against CPU,
 -- and two GPU runs bitwise
-CREATE FUNCTION pg_temp.background_of(f text) RETURNS text LANGUAGE sql AS $$
-    SELECT format('SELECT %s FROM pg_temp.fx_data WHERE fixture = %L AND id %% 10 = 0',
-                  string_agg(format('x[%s] AS %I', i, coalesce(m.feature_names[i], 'f' || (i - 1))),
-                             ', ' ORDER BY i), f)
-      FROM treeshap.models m, generate_series(1, m.num_features) AS i
-     WHERE m.name = f
-$$;
 CREATE FUNCTION pg_temp.interventional_all() RETURNS TABLE (fixture text, space text, id bigint,
                                                            output int, base_value float8,
                                                            shap_values float8[])
@@ -164,7 +157,7 @@ BEGIN
             SELECT f, s, w.row_key, w.output, w.base_value, w.shap_values
               FROM treeshap.explain_shap_wide(f, pg_temp.fx_query(f) || ' AND id <= 40', NULL::bigint,
                                               model_output => s::treeshap.shap_output,
-                                              background => pg_temp.background_of(f)) w;
+                                              background => pg_temp.fx_background(f)) w;
         EXCEPTION WHEN feature_not_supported THEN
             NULL;	-- softmax probabilities: refused on every device alike
         END;

@@ -105,4 +105,8 @@ CREATE FUNCTION pg_temp.fx_query(f text) RETURNS text LANGUAGE sql AS $$
       FROM treeshap.models m, generate_series(1, m.num_features) AS i
      WHERE m.name = f
 $$;
+-- the background of the interventional tests: every tenth row, its feature columns only
+CREATE FUNCTION pg_temp.fx_background(f text) RETURNS text LANGUAGE sql AS $$
+    SELECT regexp_replace(pg_temp.fx_query(f), '^SELECT id, ', 'SELECT ') || ' AND id % 10 = 0'
+$$;
 \set QUIET 0

@@ -65,13 +65,6 @@ CREATE FUNCTION pg_temp.iv_rows(f text) RETURNS text LANGUAGE sql AS $$
     SELECT pg_temp.fx_query(f)
            || format(' AND id <= (SELECT max(id) FROM pg_temp.iv_expected WHERE fixture = %L) ORDER BY id', f)
 $$;
-CREATE FUNCTION pg_temp.iv_background(f text) RETURNS text LANGUAGE sql AS $$
-    SELECT format('SELECT %s FROM pg_temp.fx_data WHERE fixture = %L AND id %% 10 = 0',
-                  string_agg(format('x[%s] AS %I', i, coalesce(m.feature_names[i], 'f' || (i - 1))),
-                             ', ' ORDER BY i), f)
-      FROM treeshap.models m, generate_series(1, m.num_features) AS i
-     WHERE m.name = f
-$$;
 
 SELECT plan((SELECT 4 * count(*)::int FROM iv_list)
             + (SELECT 2 * count(DISTINCT fixture)::int FROM iv_expected WHERE space = 'probability')
@@ -82,7 +75,7 @@ SELECT f.fixture, s.space, w.row_key AS id, w.output, w.base_value, w.shap_value
   FROM iv_list f, (VALUES ('margin'), ('probability')) s(space),
        LATERAL treeshap.explain_shap_wide(f.fixture, pg_temp.iv_rows(f.fixture), NULL::bigint,
                                           model_output => s.space::treeshap.shap_output,
-                                          background => pg_temp.iv_background(f.fixture)) w
+                                          background => pg_temp.fx_background(f.fixture)) w
  WHERE s.space = 'margin' OR EXISTS (SELECT 1 FROM iv_expected e
                                       WHERE e.fixture = f.fixture AND e.space = 'probability');
 
@@ -129,7 +122,7 @@ SELECT cmp_ok((SELECT max(additivity_err) FROM iv_err e WHERE e.fixture = f.fixt
 -- the other forms against the wide one
 SELECT is((SELECT count(*) FROM treeshap.explain_shap('binary', pg_temp.iv_rows('binary'), NULL::bigint,
                                                       model_output => 'probability',
-                                                      background => pg_temp.iv_background('binary')) l
+                                                      background => pg_temp.fx_background('binary')) l
              JOIN iv_got g ON g.fixture = 'binary' AND g.space = 'probability' AND g.id = l.row_key
              JOIN treeshap.models m ON m.name = 'binary'
             WHERE l.shap_value IS DISTINCT FROM g.shap_values[array_position(m.feature_names, l.feature)]),
@@ -137,7 +130,7 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap('binary', pg_temp.iv_rows(
 
 SELECT is((SELECT count(*) FROM treeshap.explain_top_features('multiclass', pg_temp.iv_rows('multiclass'),
                                                               NULL::bigint, 3,
-                                                              background => pg_temp.iv_background('multiclass')) t
+                                                              background => pg_temp.fx_background('multiclass')) t
              JOIN iv_got g ON g.fixture = 'multiclass' AND g.space = 'margin' AND g.id = t.row_key
                           AND g.output = t.output
             WHERE t.shap_value IS DISTINCT FROM
@@ -148,13 +141,13 @@ SELECT is((SELECT count(*) FROM treeshap.explain_top_features('multiclass', pg_t
 
 SELECT is((SELECT count(*) FROM treeshap.explain_top_features('binary', pg_temp.iv_rows('binary'),
                                                               NULL::bigint, 2, 'probability',
-                                                              pg_temp.iv_background('binary')) t
+                                                              pg_temp.fx_background('binary')) t
              JOIN treeshap.predict('binary', pg_temp.iv_rows('binary')) p ON p.row_key = t.row_key
             WHERE abs(t.prediction - p.prediction) > 1e-12),
           0::bigint, 'top features in probability space: the prediction is the probability');
 
 SELECT is((SELECT count(*) FROM treeshap.feature_importance('lgb_reg', pg_temp.iv_rows('lgb_reg'),
-                                                            background => pg_temp.iv_background('lgb_reg')) i
+                                                            background => pg_temp.fx_background('lgb_reg')) i
              JOIN treeshap.models m ON m.name = 'lgb_reg'
              JOIN (SELECT g.output, u.i, avg(abs(u.v)) AS mean_abs, avg(u.v) AS mean
                      FROM iv_got g, unnest(g.shap_values) WITH ORDINALITY u(v, i)
@@ -169,7 +162,7 @@ SELECT id, x[1] AS "MedInc", x[2] AS "HouseAge", x[3] AS "AveRooms", x[4] AS "Av
        x[5] AS "Population", x[6] AS "AveOccup", x[7] AS "Latitude", x[8] AS "Longitude"
   FROM fx_data WHERE fixture = 'reg' AND id <= 25;
 SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('reg', 'iv_table'::regclass, 'id', NULL::bigint,
-                                                           background => pg_temp.iv_background('reg')) t
+                                                           background => pg_temp.fx_background('reg')) t
              JOIN iv_got g ON g.fixture = 'reg' AND g.space = 'margin' AND g.id = t.row_key
             WHERE t.shap_values IS DISTINCT FROM g.shap_values OR t.base_value IS DISTINCT FROM g.base_value),
           0::bigint, 'table input against the background equals query input');
@@ -186,7 +179,7 @@ SELECT is((SELECT bool_and(w.shap_values = array_fill(0::float8, ARRAY[8])
 SET LOCAL treeshap.cpu_threads = 3;
 SET LOCAL treeshap.batch_rows = 4;
 SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('deep', pg_temp.iv_rows('deep'), NULL::bigint,
-                                                           background => pg_temp.iv_background('deep')) t
+                                                           background => pg_temp.fx_background('deep')) t
              JOIN iv_got g ON g.fixture = 'deep' AND g.space = 'margin' AND g.id = t.row_key
                           AND g.output = t.output
             WHERE t.shap_values IS DISTINCT FROM g.shap_values),
@@ -204,7 +197,7 @@ SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT * FRO
                  '22023', 'background query returned no rows', 'an empty background is refused');
 SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('multiclass', pg_temp.iv_rows('multiclass'), NULL::bigint,
                                                              model_output => 'probability',
-                                                             background => pg_temp.iv_background('multiclass'))$$,
+                                                             background => pg_temp.fx_background('multiclass'))$$,
                  '0A000', 'model_output => ''probability'' is not available for softmax models yet',
                  'softmax probabilities are refused, not approximated');
 SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT * FROM iv_table', NULL::bigint,
