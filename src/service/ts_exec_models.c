@@ -166,6 +166,7 @@ ts_resident_add(const TsModelKey *key, TsModel *model, TsPathTable *paths)
 	m->key = *key;
 	m->model = model;
 	m->paths = paths;
+	m->rescale_bound = -1.0;	/* until an interventional request in probability space asks */
 	touch(m);
 	return m;
 }

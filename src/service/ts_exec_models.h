@@ -49,6 +49,7 @@ typedef struct TsResidentModel
 	int64_t		last_used;		/* the same in Unix microseconds, for the view */
 	int32_t		requests;		/* requests being served on it: it stays while any is */
 	TsDevLayout *layout;		/* NULL until a device needs it */
+	double		rescale_bound;	/* ts_interventional_rescale_bound, once; -1 before */
 	TsPlacement on[TS_EXECUTOR_MAX_DEVICES];
 } TsResidentModel;
 

@@ -370,7 +370,7 @@ gpu_link(const TsModel *m)
 }
 
 bool
-ts_exec_background(const TsRequestHeader *h, const TsResidentModel *m, TsGpuBackground *bg)
+ts_exec_background(const TsRequestHeader *h, TsResidentModel *m, TsGpuBackground *bg)
 {
 	const char *area = (const char *) h + h->background_offset;
 	uint64_t	at = ts_request_background_margin_at(h->background_rows, m->paths->num_features);
@@ -382,7 +382,10 @@ ts_exec_background(const TsRequestHeader *h, const TsResidentModel *m, TsGpuBack
 	bg->rescale_bound = 1.0;
 	if (!h->probability)
 		return true;
-	bg->rescale_bound = ts_interventional_rescale_bound(m->model);
+	/* an exp link's bound walks every leaf: once per resident model, not per batch */
+	if (m->rescale_bound < 0.0)
+		m->rescale_bound = ts_interventional_rescale_bound(m->model);
+	bg->rescale_bound = m->rescale_bound;
 	if (bg->rescale_bound <= 0.0 || !ts_interventional_link_ok(m->model))
 		return false;
 	bg->link = gpu_link(m->model);

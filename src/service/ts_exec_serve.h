@@ -67,7 +67,7 @@ extern bool ts_exec_valid_run(const TsSegment *seg, const TsResidentModel *m);
  * with the model's link in probability space; false when that link has no
  * bound on shap's factor (the backend keeps such calls on its CPU).
  */
-extern bool ts_exec_background(const TsRequestHeader *h, const TsResidentModel *m, TsGpuBackground *bg);
+extern bool ts_exec_background(const TsRequestHeader *h, TsResidentModel *m, TsGpuBackground *bg);
 
 /* Whether two jobs' backgrounds are the same rows (both NULL included). */
 extern bool ts_exec_same_background(const TsGpuBackground *a, const TsGpuBackground *b,
