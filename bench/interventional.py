@@ -9,7 +9,9 @@ explained rows are the first TS_BENCH_IV_ROWS (default 100) distinct rows,
 the background the TS_BENCH_IV_BG (default 1,000) rows after them.
 Ours: explain_shap_wide(..., background => ...) with treeshap.cpu_threads =
 TS_BENCH_IV_THREADS (default: every core) on each device of TS_BENCH_DEVICES
-(comma-separated, default cpu; gpu needs the GPU service); shap:
+(comma-separated, default cpu; gpu needs the GPU service; cpu-walk is the CPU
+with treeshap.background_grouping = never, the walk per background row), in
+TS_BENCH_IV_OUTPUT space (margin, the default, or probability); shap:
 TreeExplainer(booster, background, feature_perturbation="interventional")
 .shap_values on the same rows, the whole background (shap.maskers.Independent
 with max_samples = its size: a bare array of over 100 rows is silently
@@ -40,6 +42,7 @@ THREADS = int(os.environ.get("TS_BENCH_IV_THREADS", str(os.cpu_count())))
 DEVICES = os.environ.get("TS_BENCH_DEVICES", os.environ.get("TS_BENCH_DEVICE", "cpu")).split(",")
 SHAP_PROCS = int(os.environ.get("TS_BENCH_IV_SHAP_PROCS", str(os.cpu_count())))
 SHAP_SERIAL = os.environ.get("TS_BENCH_IV_SHAP_SERIAL", "1") == "1"
+OUTPUT = os.environ.get("TS_BENCH_IV_OUTPUT", "margin")
 
 
 def ours(cur, name, table, features, rows):
@@ -47,9 +50,9 @@ def ours(cur, name, table, features, rows):
     query = f"SELECT id, {cols} FROM {table} WHERE id < {rows} ORDER BY id"
     background = f"SELECT {cols} FROM {table} WHERE id >= {ROWS} AND id < {ROWS + BG}"
     sql = (f"SELECT row_key, output, base_value, shap_values FROM treeshap.explain_shap_wide("
-           f"%s, %s, NULL::bigint, background => %s) ORDER BY row_key, output")
+           f"%s, %s, NULL::bigint, model_output => %s, background => %s) ORDER BY row_key, output")
     t0 = time.perf_counter()
-    cur.execute(sql, (name, query, background))
+    cur.execute(sql, (name, query, OUTPUT, background))
     out = cur.fetchall()
     return time.perf_counter() - t0, out
 
@@ -59,7 +62,8 @@ def explainer(work, name, R):
     booster.load_model(os.path.join(work, name + ".json"))
     # a bare array of over 100 rows would be subsampled to 100 by shap's default masker
     background = shap.maskers.Independent(R, max_samples=len(R))
-    return shap.TreeExplainer(booster, data=background, feature_perturbation="interventional")
+    return shap.TreeExplainer(booster, data=background, feature_perturbation="interventional",
+                              model_output="probability" if OUTPUT == "probability" else "raw")
 
 
 def theirs(work, name, X, R):
@@ -103,7 +107,9 @@ def compare(mine, values, outputs):
 
 def measure_ours(conn, name, table, features, device):
     with conn.cursor() as cur:
-        cur.execute(f"SET treeshap.device = {device}")
+        cur.execute(f"SET treeshap.device = {device.split('-')[0]}")
+        cur.execute("SET treeshap.background_grouping = never" if device == "cpu-walk"
+                    else "RESET treeshap.background_grouping")
         cur.execute("SET treeshap.match_columns = position")
         cur.execute(f"SET treeshap.cpu_threads = {THREADS}")
         ours(cur, name, table, features, 2)     # warm: the model's cache entry
@@ -128,7 +134,8 @@ def main():
         for device in DEVICES:
             t_ours, mine = measure_ours(conn, name, table, features, device)
             err = compare(mine, values, outputs)
-            rec = {"model": name, "rows": ROWS, "background": BG, "device": device, "threads": THREADS,
+            rec = {"model": name, "output": OUTPUT, "rows": ROWS, "background": BG, "device": device,
+                   "threads": THREADS,
                    "ours_s": round(t_ours, 4), "shap_all_cores_s": round(t_par, 3), "shap_procs": SHAP_PROCS,
                    "shap_one_core_s": round(t_serial, 3) if t_serial else None,
                    "pairs_per_s_ours": round(ROWS * BG / t_ours),
@@ -138,10 +145,10 @@ def main():
             print(json.dumps(rec), flush=True)
             records.append(rec)
             assert err <= 1e-6, (name, device, err)
-    print(f"\n{'model':<18} {'device':>6} {'rows x bg':>11} {'ours s':>8} {'shap s, all cores':>18} "
+    print(f"\n{'model':<18} {'device':>8} {'rows x bg':>11} {'ours s':>8} {'shap s, all cores':>18} "
           f"{'ours/shap':>10} {'shap s, 1 core':>15} {'ours/shap':>10}")
     for r in records:
-        print(f"{r['model']:<18} {r['device']:>6} {r['rows']:>5} x {r['background']:<5} {r['ours_s']:>8} "
+        print(f"{r['model']:<18} {r['device']:>8} {r['rows']:>5} x {r['background']:<5} {r['ours_s']:>8} "
               f"{r['shap_all_cores_s']:>18} {r['speedup_vs_shap_all_cores']:>9}x "
               f"{str(r['shap_one_core_s']):>15} {str(r['speedup_vs_shap_one_core']):>9}x")
 

@@ -15,7 +15,8 @@ TS_MODEL_SRCS = model/ts_json.c model/ts_ubjson.c model/ts_model.c model/ts_catd
     model/ts_catboost.c
 TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_interactions.c \
     core/ts_pack.c core/ts_wire.c core/ts_row_pool.c core/ts_cpu_rows.c core/ts_topk.c \
-    core/ts_interventional.c core/ts_interventional_paths.c
+    core/ts_interventional.c core/ts_interventional_paths.c \
+    core/ts_interventional_plan.c
 TS_GPU_SRCS = gpu/ts_gpu.c gpu/ts_gpu_quad.c gpu/ts_gpu_forest.c
 TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_service_relay.c \
     service/ts_service_request.c service/ts_executor.c service/ts_exec_serve.c service/ts_exec_models.c \

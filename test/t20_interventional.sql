@@ -7,6 +7,10 @@
 BEGIN;
 \ir setup.sql
 
+-- the background grouped per path on the CPU, whatever the rows (auto walks calls of
+-- fewer rows than the grouping pays for: the walk is checked on its own below)
+SET LOCAL treeshap.background_grouping = always;
+
 CREATE TEMP TABLE iv_list (fixture text PRIMARY KEY);
 INSERT INTO iv_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'), ('dart'),
     ('poisson'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('lgb_reg'), ('lgb_binary'),
@@ -68,7 +72,7 @@ $$;
 
 SELECT plan((SELECT 4 * count(*)::int FROM iv_list)
             + (SELECT 2 * count(DISTINCT fixture)::int FROM iv_expected WHERE space = 'probability')
-            + 15);
+            + 21);
 
 CREATE TEMP TABLE iv_got AS
 SELECT f.fixture, s.space, w.row_key AS id, w.output, w.base_value, w.shap_values
@@ -157,10 +161,7 @@ SELECT is((SELECT count(*) FROM treeshap.feature_importance('lgb_reg', pg_temp.i
                OR i.rows <> 25),
           0::bigint, 'importance against the background is the mean of the wide form''s');
 
-CREATE TEMP TABLE iv_table AS
-SELECT id, x[1] AS "MedInc", x[2] AS "HouseAge", x[3] AS "AveRooms", x[4] AS "AveBedrms",
-       x[5] AS "Population", x[6] AS "AveOccup", x[7] AS "Latitude", x[8] AS "Longitude"
-  FROM fx_data WHERE fixture = 'reg' AND id <= 25;
+CREATE TEMP TABLE iv_table AS SELECT * FROM fx_houses WHERE id <= 25;
 SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('reg', 'iv_table'::regclass, 'id', NULL::bigint,
                                                            background => pg_temp.fx_background('reg')) t
              JOIN iv_got g ON g.fixture = 'reg' AND g.space = 'margin' AND g.id = t.row_key
@@ -186,6 +187,71 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('deep', pg_temp.iv_ro
           0::bigint, 'three threads, batches of 4 rows: bitwise the values of the default run');
 RESET treeshap.cpu_threads;
 RESET treeshap.batch_rows;
+
+-- the walk down every tree per background row (background_grouping = never): the
+-- reference's values, and the grouped background's
+SET LOCAL treeshap.device = cpu;
+SET LOCAL treeshap.background_grouping = never;
+CREATE TEMP TABLE iv_walk AS
+SELECT g.fixture, g.space, w.row_key AS id, w.output, w.base_value, w.shap_values
+  FROM (SELECT DISTINCT fixture, space FROM iv_got) g,
+       LATERAL treeshap.explain_shap_wide(g.fixture, pg_temp.iv_rows(g.fixture), NULL::bigint,
+                                          model_output => g.space::treeshap.shap_output,
+                                          background => pg_temp.fx_background(g.fixture)) w;
+CREATE TEMP TABLE iv_long_walk AS
+SELECT row_key, base_value, shap_values
+  FROM treeshap.explain_shap_wide('long', pg_temp.fx_query('long') || ' AND id <= 10', NULL::bigint,
+                                  background => pg_temp.fx_background('long'));
+-- where grouping would take more than background_plan_memory, and under auto for a
+-- call of one row of a deep model, the CPU walks: the walk's bytes
+SET LOCAL treeshap.background_grouping = always;
+SET LOCAL treeshap.background_plan_memory = 0;
+CREATE TEMP TABLE iv_no_memory AS
+SELECT row_key, output, shap_values
+  FROM treeshap.explain_shap_wide('deep', pg_temp.iv_rows('deep'), NULL::bigint,
+                                  background => pg_temp.fx_background('deep'));
+RESET treeshap.background_plan_memory;
+SET LOCAL treeshap.background_grouping = auto;
+CREATE TEMP TABLE iv_one_row AS
+SELECT row_key, output, shap_values
+  FROM treeshap.explain_shap_wide('deep', pg_temp.fx_query('deep') || ' AND id = 3', NULL::bigint,
+                                  background => pg_temp.fx_background('deep'));
+SET LOCAL treeshap.background_grouping = always;
+RESET treeshap.device;
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b)) FROM unnest(w.shap_values || w.base_value,
+                                                              e.phi || e.base) AS u(a, b))
+                          / greatest(1, abs(e.base + (SELECT sum(v) FROM unnest(e.phi) v))))
+                 FROM iv_walk w JOIN iv_expected e USING (fixture, space, id, output)),
+              '<=', 1e-6::float8, 'the walk (background_grouping = never): every fixture''s reference within 1e-6');
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b)) FROM unnest(w.shap_values, g.shap_values) AS u(a, b))
+                          / greatest(1, abs(g.base_value)))
+                 FROM iv_walk w JOIN iv_got g USING (fixture, space, id, output)),
+              '<=', 1e-12::float8, 'the walk and the background grouped per path agree within 1e-12');
+SELECT is((SELECT count(*) FROM iv_no_memory n
+             JOIN iv_walk w ON w.fixture = 'deep' AND w.space = 'margin' AND w.id = n.row_key
+                           AND w.output = n.output
+            WHERE n.shap_values IS DISTINCT FROM w.shap_values),
+          0::bigint, 'background_plan_memory = 0: the walk''s values, bit for bit');
+SELECT is((SELECT count(*) FROM iv_one_row n
+             JOIN iv_walk w ON w.fixture = 'deep' AND w.space = 'margin' AND w.id = n.row_key
+                           AND w.output = n.output
+            WHERE n.shap_values IS DISTINCT FROM w.shap_values),
+          0::bigint, 'auto, one row of a deep model: walked, the walk''s values bit for bit');
+
+-- 'long' has paths of 40 features, past a mask of 32: they take the path form
+CREATE TEMP TABLE iv_long AS
+SELECT row_key, base_value, shap_values
+  FROM treeshap.explain_shap_wide('long', pg_temp.fx_query('long') || ' AND id <= 10', NULL::bigint,
+                                  background => pg_temp.fx_background('long'));
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b)) FROM unnest(l.shap_values, w.shap_values) AS u(a, b))
+                          / greatest(1, abs(w.base_value)))
+                 FROM iv_long l JOIN iv_long_walk w USING (row_key)),
+              '<=', 1e-9::float8, 'long: paths of 40 features, grouped and walked, agree within 1e-9');
+SELECT cmp_ok((SELECT max(abs((SELECT sum(v) FROM unnest(l.shap_values) v) + l.base_value - p.margin)
+                          / greatest(1, abs(p.margin)))
+                 FROM iv_long l JOIN treeshap.predict('long', pg_temp.fx_query('long') || ' AND id <= 10') p
+                   ON p.row_key = l.row_key),
+              '<=', 1e-9::float8, 'long: sum(phi) + base equals predict()''s margin within 1e-9');
 
 -- errors
 SELECT throws_ok($$SELECT * FROM treeshap.explain_shap('binary', 'SELECT * FROM iv_table', NULL::bigint,

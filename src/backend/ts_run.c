@@ -10,6 +10,7 @@
 #include "portability/instr_time.h"
 #include "utils/memutils.h"
 
+#include "backend/ts_background.h"
 #include "backend/ts_run.h"
 #include "backend/ts_settings.h"
 #include "backend/ts_threads.h"
@@ -102,6 +103,7 @@ cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
 	row_bytes = sizeof(double) * Max(ts_cpu_rows_width(r), 1);
 	span = Max(1, Min((int64) ts_batch_rows, (int64) (TS_CPU_RESULT_BYTES / row_bytes)));
 	r->threads = (int) Min(ts_cpu_threads_now(), span);
+	r->iv_plan = NULL;
 	r->scratch_len = ts_cpu_rows_scratch_len(r);
 	r->scratch = palloc_extended(sizeof(double) * Max(r->scratch_len * r->threads, 1),
 								 MCXT_ALLOC_HUGE);
@@ -131,15 +133,36 @@ consume_cpu_rows(TsEmitter *em, const Datum *keys, const bool *key_null, int64 c
 		ts_emit_batch(em, keys, key_null, (int32) count, out);
 }
 
+/*
+ * The interventional route of a call, from its first batch (at most span
+ * rows, whatever the threads): the background grouped per path when the
+ * batch has the rows to pay for it (treeshap.background_grouping), else
+ * the walk.
+ */
+static const TsIvPlan *
+interventional_route(const TsEmitter *em, const TsCpuRows *rows, int64 first_batch, int64 span)
+{
+	if (rows->background == NULL || ts_background_grouping == TS_GROUPING_NEVER)
+		return NULL;
+	if (ts_background_grouping == TS_GROUPING_AUTO &&
+		Min(first_batch, span) < ts_iv_plan_min_rows(em->paths, em->model))
+		return NULL;
+	return ts_background_plan(em->paths, rows->background, rows->threads);
+}
+
 /* Batch by batch, each computed on the session's threads (the backend's too), then emitted. */
 static void
 run_cpu_serial(TsEmitter *em, TsBatchReader *reader, TsCpuRows *rows, int64 span)
 {
 	Size		nf = em->model->num_features;
 	uint64		n;
+	bool		routed = false;
 
 	while ((n = ts_batch_next(reader)) > 0)
 	{
+		if (!routed)
+			rows->iv_plan = interventional_route(em, rows, (int64) n, span);
+		routed = true;
 		for (uint64 first = 0; first < n; first += span)
 		{
 			int64		count = Min(span, (int64) (n - first));
@@ -200,6 +223,7 @@ cpu_pipeline(TsEmitter *em, TsBatchReader *reader, TsCpuSlots *s)
 	int64		pending_n = 0;
 	int64		n = fetch_into_cpu_slot(reader, s, 0);
 
+	s->rows[0].iv_plan = s->rows[1].iv_plan = interventional_route(em, &s->rows[0], n, n);
 	while (n > 0)
 	{
 		int			other = 1 - cur;

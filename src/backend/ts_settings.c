@@ -20,6 +20,8 @@ int			ts_algorithm = TS_ALGORITHM_AUTO;
 int			ts_match_columns = TS_MATCH_NAME;
 int			ts_model_cache_kb = 512 * 1024;
 int			ts_cpu_threads = 0;
+int			ts_background_plan_kb = 256 * 1024;
+int			ts_background_grouping = TS_GROUPING_AUTO;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TS_DEVICE_AUTO, false},
@@ -38,6 +40,13 @@ static const struct config_enum_entry algorithm_options[] = {
 	{"auto", TS_ALGORITHM_AUTO, false},
 	{"quadrature", TS_ALGORITHM_QUADRATURE, false},
 	{"treeshap", TS_ALGORITHM_TREESHAP, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry grouping_options[] = {
+	{"auto", TS_GROUPING_AUTO, false},
+	{"always", TS_GROUPING_ALWAYS, false},
+	{"never", TS_GROUPING_NEVER, false},
 	{NULL, 0, false}
 };
 
@@ -66,6 +75,16 @@ ts_settings_init(void)
 							"Results are the same bytes whatever the number; 1 keeps the work on the backend alone.",
 							&ts_cpu_threads, 0, 0, TS_ROW_POOL_MAX_THREADS + 1,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("treeshap.background_plan_memory",
+							"Memory an interventional call on the CPU may take to group its background rows per path; 0: none.",
+							"Past it the CPU walks every tree once per (row, background row) pair: the same values, more slowly.",
+							&ts_background_plan_kb, 256 * 1024, 0, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomEnumVariable("treeshap.background_grouping",
+							 "Whether an interventional call on the CPU groups its background rows per path: auto, always or never.",
+							 "auto groups when the call's first batch has the rows to pay for it; never walks every tree per background row. The values agree to about 1e-15.",
+							 &ts_background_grouping, TS_GROUPING_AUTO, grouping_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("treeshap.device",
 							 "Where SHAP values are computed: auto, cpu or gpu.",
 							 "auto uses a GPU when one is available and the CPU otherwise.",

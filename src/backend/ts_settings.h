@@ -24,6 +24,13 @@ typedef enum TsAlgorithmSetting
 	TS_ALGORITHM_TREESHAP
 } TsAlgorithmSetting;
 
+typedef enum TsGroupingSetting
+{
+	TS_GROUPING_AUTO,
+	TS_GROUPING_ALWAYS,
+	TS_GROUPING_NEVER
+} TsGroupingSetting;
+
 typedef enum TsMatchColumns
 {
 	TS_MATCH_NAME,
@@ -37,6 +44,8 @@ extern int	ts_device;
 extern int	ts_gpu_precision;
 extern int	ts_model_cache_kb;
 extern int	ts_cpu_threads;
+extern int	ts_background_plan_kb;
+extern int	ts_background_grouping;
 
 extern void ts_settings_init(void);
 

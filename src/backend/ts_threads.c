@@ -69,6 +69,13 @@ ts_cpu_rows_compute(TsCpuRows *r, int64 nrows)
 		CHECK_FOR_INTERRUPTS();
 }
 
+void
+ts_cpu_tasks_compute(int threads, int64 nitems, int64 chunk, TsRowTask task, void *arg)
+{
+	while (!ts_row_pool_run(session_row_pool(threads), nitems, chunk, task, arg, interrupt_pending))
+		CHECK_FOR_INTERRUPTS();
+}
+
 bool
 ts_cpu_rows_can_overlap(const TsCpuRows *r)
 {

@@ -20,6 +20,13 @@ extern int	ts_cpu_threads_now(void);
 extern void ts_cpu_rows_compute(TsCpuRows *r, int64 nrows);
 
 /*
+ * Run task over items [0, nitems) on threads threads, in chunks of at
+ * least chunk, with the same cancellation; an interrupt that raises nothing
+ * reruns the items, so task must give the same result when run twice.
+ */
+extern void ts_cpu_tasks_compute(int threads, int64 nitems, int64 chunk, TsRowTask task, void *arg);
+
+/*
  * Overlapping a run with the backend's own work: whether r's threads are
  * running (at least one besides the backend); begin starts nrows rows of r
  * on the other threads and returns; end has the backend join and waits,

@@ -26,8 +26,15 @@ ts_cpu_rows_width(const TsCpuRows *r)
 static size_t
 shap_scratch_len(const TsCpuRows *r)
 {
-	return r->background != NULL ? ts_interventional_scratch_len(r->background)
-		: ts_cpu_scratch_len(r->paths);
+	size_t		walk,
+				plan;
+
+	if (r->background == NULL)
+		return ts_cpu_scratch_len(r->paths);
+	/* the plan is chosen at the first batch: room for either route */
+	walk = ts_interventional_scratch_len(r->background);
+	plan = ts_iv_plan_scratch_len(r->paths, r->background);
+	return walk > plan ? walk : plan;
 }
 
 size_t
@@ -48,11 +55,16 @@ ts_cpu_rows_scratch_len(const TsCpuRows *r)
 	}
 }
 
-/* One row's contributions: interventional when the run has a background, else path-dependent. */
+/*
+ * One row's contributions: interventional when the run has a background
+ * (through its plan, or the walk when it has none), else path-dependent.
+ */
 static void
 shap_row(const TsCpuRows *r, const float *x, double *phi, double *scratch)
 {
-	if (r->background != NULL)
+	if (r->iv_plan != NULL)
+		ts_iv_plan_row(r->iv_plan, x, phi, scratch);
+	else if (r->background != NULL)
 		ts_interventional_row(r->background, x, phi, scratch);
 	else
 		ts_cpu_shap_row(r->paths, r->algorithm, x, phi, scratch);

@@ -10,6 +10,7 @@
 
 #include "core/ts_interactions.h"
 #include "core/ts_interventional.h"
+#include "core/ts_interventional_plan.h"
 #include "core/ts_row_pool.h"
 #include "core/ts_shap_cpu.h"
 #include "core/ts_topk.h"
@@ -35,6 +36,8 @@ typedef struct TsCpuRows
 	int32_t		top_k;			/* top features: k, at most the model's features */
 	const TsBackground *background;	/* SHAP and top features: interventional against
 										 * it; NULL for path-dependent */
+	const TsIvPlan *iv_plan;	/* the background grouped per path, or NULL: the walk;
+								 * set by the caller before the first batch */
 	int			threads;		/* threads the scratch is for, the caller's included */
 	double	   *scratch;		/* per thread: scratch_len doubles each */
 	size_t		scratch_len;

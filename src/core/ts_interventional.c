@@ -62,15 +62,6 @@ ts_interventional_rescale_bound(const TsModel *m)
 	}
 }
 
-/* (a - 1)! b! / (a + b)! for a >= 1, from the table when it is that large. */
-static inline double
-set_weight(const TsBackground *bg, int32_t a, int32_t b)
-{
-	if (a <= bg->max_sets && b <= bg->max_sets)
-		return bg->weight[(size_t) a * (bg->max_sets + 1) + b];
-	return exp(lgamma((double) a) + lgamma((double) b + 1.0) - lgamma((double) a + b + 1.0));
-}
-
 /* W[a][0] = 1 / a and W[a][b] = W[a][b - 1] * b / (a + b). */
 double
 ts_interventional_weight(int32_t a, int32_t b)
@@ -122,6 +113,10 @@ ts_background_create(const TsModel *m, const float *x, int64_t nrows, bool proba
 	bg->probability = probability;
 	bg->x = ts_alloc(sizeof(float) * nf * nrows);
 	memcpy(bg->x, x, sizeof(float) * nf * nrows);
+	bg->columns = ts_alloc(sizeof(float) * nf * nrows);
+	for (int64_t j = 0; j < nrows; j++)
+		for (size_t f = 0; f < nf; f++)
+			bg->columns[f * nrows + j] = x[j * nf + f];
 	bg->margin = ts_alloc(sizeof(double) * no * nrows);
 	bg->output = ts_alloc(sizeof(double) * no * nrows);
 	bg->base = ts_alloc0(sizeof(double) * no);
@@ -147,6 +142,7 @@ ts_background_free(TsBackground *bg)
 	if (bg == NULL)
 		return;
 	ts_free(bg->x);
+	ts_free(bg->columns);
 	ts_free(bg->margin);
 	ts_free(bg->output);
 	ts_free(bg->base);
@@ -234,8 +230,8 @@ walk_init(TsWalk *w, const TsBackground *bg, double *scratch)
 static void
 leaf_sums(TsWalk *w, int64_t leaf, int32_t n_x, int32_t n_r)
 {
-	double		wx = n_x > 0 ? set_weight(w->bg, n_x, n_r) : 0.0;
-	double		wr = n_r > 0 ? set_weight(w->bg, n_r, n_x) : 0.0;
+	double		wx = n_x > 0 ? ts_background_weight(w->bg, n_x, n_r) : 0.0;
+	double		wr = n_r > 0 ? ts_background_weight(w->bg, n_r, n_x) : 0.0;
 
 	for (int32_t k = 0; k < w->width; k++)
 	{
@@ -347,22 +343,6 @@ pair_values(TsWalk *w, const float *x, const float *r, double *phi)
 	}
 }
 
-/*
- * shap's factor for output k of a transformed output: the change of the
- * output over the change of the margin, 1 where the margins are equal
- * (the margin values then sum to 0, and so does the output's change).
- */
-static double
-rescale(const TsWalk *w, int64_t j, int32_t k)
-{
-	int32_t		no = w->model->num_outputs;
-	double		dm = w->margin_x[k] - w->bg->margin[j * no + k];
-
-	if (dm == 0.0)
-		return 1.0;
-	return (w->output_x[k] - w->bg->output[j * no + k]) / dm;
-}
-
 /* Background row j's values in probability space, scaled into phi. */
 static void
 add_scaled_pair(TsWalk *w, const float *x, int64_t j, double *phi)
@@ -374,7 +354,9 @@ add_scaled_pair(TsWalk *w, const float *x, int64_t j, double *phi)
 	pair_values(w, x, w->bg->x + j * (size_t) m->num_features, w->pair);
 	for (int32_t k = 0; k < m->num_outputs; k++)
 	{
-		double		c = rescale(w, j, k);
+		size_t		i = (size_t) j * m->num_outputs + k;
+		double		c = ts_interventional_factor(w->margin_x[k], w->output_x[k], w->bg->margin[i],
+												 w->bg->output[i]);
 
 		for (size_t f = 0; f + 1 < stride; f++)
 			phi[k * stride + f] += c * w->pair[k * stride + f];

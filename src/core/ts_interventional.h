@@ -20,6 +20,8 @@
 #ifndef TS_INTERVENTIONAL_H
 #define TS_INTERVENTIONAL_H
 
+#include <math.h>
+
 #include "core/ts_paths.h"
 #include "model/ts_model.h"
 
@@ -28,6 +30,7 @@ typedef struct TsBackground
 	const TsModel *model;
 	int64_t		nrows;
 	float	   *x;				/* nrows x features, input rules applied */
+	float	   *columns;		/* the same by feature: features x nrows */
 	double	   *output;			/* nrows x outputs: margin, or linked when probability */
 	double	   *margin;			/* nrows x outputs, margin space */
 	double	   *base;			/* per output: the mean of output over the rows */
@@ -48,6 +51,28 @@ typedef struct TsBackgroundRows
 	const double *output;		/* nrows x outputs, or NULL */
 	int64_t		nrows;
 } TsBackgroundRows;
+
+/*
+ * shap's factor for a transformed output: its change between row x and a
+ * background row r over the change of the margin, 1 where the margins are
+ * equal (the margin values then sum to 0, and so does the output's change).
+ */
+static inline double
+ts_interventional_factor(double margin_x, double output_x, double margin_r, double output_r)
+{
+	double		dm = margin_x - margin_r;
+
+	return dm == 0.0 ? 1.0 : (output_x - output_r) / dm;
+}
+
+/* (a - 1)! b! / (a + b)! for a >= 1, from the background's table when it is that large. */
+static inline double
+ts_background_weight(const TsBackground *bg, int32_t a, int32_t b)
+{
+	if (a <= bg->max_sets && b <= bg->max_sets)
+		return bg->weight[(size_t) a * (bg->max_sets + 1) + b];
+	return exp(lgamma((double) a) + lgamma((double) b + 1.0) - lgamma((double) a + b + 1.0));
+}
 
 /* (a - 1)! b! / (a + b)! for a >= 1, by the recurrence the walk's table uses (the same bits). */
 extern double ts_interventional_weight(int32_t a, int32_t b);

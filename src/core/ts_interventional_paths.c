@@ -31,14 +31,10 @@ static double
 pair_rescale(const TsBackgroundRows *bg, int64_t j, int32_t outputs, int32_t k,
 			 const double *margin_x, const double *output_x)
 {
-	double		dm;
-
 	if (bg->output == NULL)
 		return 1.0;
-	dm = margin_x[k] - bg->margin[j * outputs + k];
-	if (dm == 0.0)
-		return 1.0;
-	return (output_x[k] - bg->output[j * outputs + k]) / dm;
+	return ts_interventional_factor(margin_x[k], output_x[k], bg->margin[j * outputs + k],
+									bg->output[j * outputs + k]);
 }
 
 /* Add path p's values for the pair (x, background row j), already divided by the rows. */
