@@ -8,7 +8,10 @@ MODULE_big = pg_treeshap
 include src/sources.mk
 OBJS = $(patsubst %.c,src/%.o,$(TS_BASE_SRCS) $(TS_MODEL_SRCS) $(TS_CORE_SRCS) $(TS_SERVICE_SRCS) $(TS_BACKEND_SRCS)) \
     cuda/ts_job.o
-DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
+# the released scripts, their updates, and the current version's fresh script,
+# written from them so that a fresh install and an update give the same catalog
+DATA_built = extension/$(EXTENSION)--$(EXTVERSION).sql
+DATA = extension/$(EXTENSION)--0.1.0.sql extension/$(EXTENSION)--0.1.0--0.2.0.sql
 
 REGRESS = catalog explain errors
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
@@ -36,7 +39,7 @@ ifeq ($(WITH_CUDA),yes)
 endif
 
 ifneq ($(NVCC),)
-  CUDA_OBJS = $(patsubst %.c,src/%.o,$(TS_GPU_SRCS)) cuda/ts_device.o cuda/ts_shap.o cuda/ts_quad.o cuda/ts_predict.o cuda/ts_interventional.o
+  CUDA_OBJS = $(patsubst %.c,src/%.o,$(TS_GPU_SRCS)) cuda/ts_device.o cuda/ts_shap.o cuda/ts_runner.o cuda/ts_quad.o cuda/ts_predict.o cuda/ts_interventional.o
   OBJS += $(CUDA_OBJS)
   PG_CPPFLAGS += -DTS_WITH_CUDA
   SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
@@ -52,7 +55,12 @@ include $(PGXS)
 # PGXS tracks no header dependencies: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*/*.h) cuda/ts_cuda.h
 
-cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh cuda/ts_predict.cuh cuda/ts_interventional.cuh cuda/ts_device_array.cuh
+cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cuda/ts_quad.cuh cuda/ts_predict.cuh cuda/ts_interventional.cuh cuda/ts_device_array.cuh cuda/ts_explain.cuh
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 EXTRA_CLEAN = cuda/*.o src/*/*.o
+
+# 0.2.0 fresh: 0.1.0's script, then the update's without its \echo guard
+extension/$(EXTENSION)--0.2.0.sql: extension/$(EXTENSION)--0.1.0.sql extension/$(EXTENSION)--0.1.0--0.2.0.sql
+	{ sed 's/^-- pg_treeshap 0.1.0:/-- pg_treeshap 0.2.0 (written by the Makefile from the 0.1.0 script and its update):/' $<; \
+	  sed '/^\\echo /d' extension/$(EXTENSION)--0.1.0--0.2.0.sql; } > $@

@@ -2,7 +2,10 @@
 # The test command: install dependencies, build (with nvcc when present),
 # install, start a throwaway cluster, then run the pg_regress suite, the
 # pgTAP suite (pg_prove), a part of both on a cluster that does not preload
-# the library, both again through the GPU service on emulated
+# the library, the update from the previous version against a fresh install
+# (test/upgrade_check.sh), a dump restored into a fresh cluster
+# (test/dump_check.sh), the plots rendered by headless Chromium
+# (test/plots_check.sh), both suites again through the GPU service on emulated
 # devices (test/emulated_check.sh), the oracle check on freshly trained XGBoost models,
 # the compute core under AddressSanitizer with mutated models, and the GPU
 # quadrature layout evaluated on the host against every fixture's oracle.
@@ -30,6 +33,15 @@ pg_prove test/t*.sql || status=1
 
 echo "== without shared_preload_libraries (as the demo runs): pg_regress, service, tables"
 ( bash test/unpreloaded_check.sh ) || status=1
+
+echo "== versioned upgrade: 0.1.0 with models and a job, ALTER EXTENSION UPDATE, against a fresh install"
+bash test/upgrade_check.sh || status=1
+
+echo "== pg_dump and pg_restore into a fresh cluster: models, versions, jobs and targets intact"
+bash test/dump_check.sh || status=1
+
+echo "== the plots rendered by headless Chromium, checked on the picture"
+bash test/plots_check.sh || status=1
 
 echo "== the GPU service: its executor killed with SIGKILL costs no session and is replaced"
 bash test/service_check.sh || status=1

@@ -105,6 +105,11 @@ CREATE FUNCTION pg_temp.fx_query(f text) RETURNS text LANGUAGE sql AS $$
       FROM treeshap.models m, generate_series(1, m.num_features) AS i
      WHERE m.name = f
 $$;
+-- the 'reg' fixture's rows with the California-housing model's column names
+CREATE TEMP VIEW fx_houses AS
+SELECT id, x[1] AS "MedInc", x[2] AS "HouseAge", x[3] AS "AveRooms", x[4] AS "AveBedrms",
+       x[5] AS "Population", x[6] AS "AveOccup", x[7] AS "Latitude", x[8] AS "Longitude"
+  FROM fx_data WHERE fixture = 'reg';
 -- the background of the interventional tests: every tenth row, its feature columns only
 CREATE FUNCTION pg_temp.fx_background(f text) RETURNS text LANGUAGE sql AS $$
     SELECT regexp_replace(pg_temp.fx_query(f), '^SELECT id, ', 'SELECT ') || ' AND id % 10 = 0'

@@ -1,0 +1,447 @@
+-- pg_treeshap 0.1.0 -> 0.2.0. The fresh 0.2.0 script is 0.1.0's followed by
+-- this one (the Makefile writes it), so both routes give the same catalog
+-- (test/upgrade_check.sh compares them).
+\echo Use "ALTER EXTENSION pg_treeshap UPDATE TO '0.2.0'" to load this file. \quit
+
+-- Model regression tests ----------------------------------------------------
+
+-- Two models' contributions over the same rows, per (output, feature): how far
+-- they moved (mean and max of |phi_b - phi_a|, a feature one model lacks counting
+-- as 0 there) and where each model ranks the feature by mean |phi| (1: largest;
+-- ties by name). The query is explain_shap's: a unique integer row key, then the
+-- features (by name: both models take their own).
+CREATE FUNCTION treeshap.explanation_diff(model_a text, model_b text, query text)
+RETURNS TABLE (output integer, feature text, mean_abs_diff double precision,
+               max_abs_diff double precision, rank_a integer, rank_b integer,
+               rank_change integer, rows bigint)
+LANGUAGE sql VOLATILE PARALLEL RESTRICTED
+AS $$
+    WITH a AS (SELECT e.row_key, e.output, e.feature, e.shap_value,
+                      count(*) OVER (PARTITION BY e.row_key, e.output, e.feature) AS n
+                 FROM treeshap.explain_shap(model_a, query) e),
+         b AS (SELECT e.row_key, e.output, e.feature, e.shap_value,
+                      count(*) OVER (PARTITION BY e.row_key, e.output, e.feature) AS n
+                 FROM treeshap.explain_shap(model_b, query) e),
+         d AS (SELECT coalesce(a.output, b.output) AS output, coalesce(a.feature, b.feature) AS feature,
+                      coalesce(a.shap_value, 0) AS va, coalesce(b.shap_value, 0) AS vb,
+                      greatest(a.n, b.n) > 1 AS repeated
+                 FROM a FULL JOIN b ON a.row_key = b.row_key AND a.output = b.output
+                                   AND a.feature = b.feature),
+         s AS (SELECT d.output, d.feature, avg(abs(d.vb - d.va)) AS mean_abs_diff,
+                      max(abs(d.vb - d.va)) AS max_abs_diff, avg(abs(d.va)) AS mean_abs_a,
+                      avg(abs(d.vb)) AS mean_abs_b, count(*) AS rows, bool_or(d.repeated) AS repeated
+                 FROM d GROUP BY d.output, d.feature),
+         r AS (SELECT s.*,
+                      row_number() OVER (PARTITION BY s.output ORDER BY s.mean_abs_a DESC, s.feature)::integer AS rank_a,
+                      row_number() OVER (PARTITION BY s.output ORDER BY s.mean_abs_b DESC, s.feature)::integer AS rank_b
+                 FROM s
+                WHERE CASE WHEN s.repeated
+                           THEN treeshap._raise('21000', 'explanation_diff needs a unique row key', '',
+                                                'Rows of the two models are paired by the key, the query''s first column.')
+                                IS NULL
+                           ELSE true END)
+    SELECT r.output, r.feature, r.mean_abs_diff, r.max_abs_diff, r.rank_a, r.rank_b, r.rank_b - r.rank_a, r.rows
+      FROM r ORDER BY r.output, r.feature
+$$;
+COMMENT ON FUNCTION treeshap.explanation_diff(text, text, text) IS
+    'per (output, feature): mean and max |phi_b - phi_a| of two models over the same rows, and the rank of mean |phi| in each (1: largest)';
+
+-- Dumps ----------------------------------------------------------------------
+
+-- explain_into jobs survive pg_dump/restore with their targets (a restored job
+-- resumes with the rows its target lacks), as models do
+SELECT pg_catalog.pg_extension_config_dump('treeshap.job_store', '');
+SELECT pg_catalog.pg_extension_config_dump('treeshap.job_store_job_seq', '');
+
+-- Labels and comments -------------------------------------------------------
+
+-- The functions that explain or predict read (the user's query, the models) and
+-- write nothing, but they may start the session's threads and talk to the GPU
+-- service: parallel restricted, so a parallel plan runs them in its leader beside
+-- parallel scans of other tables. Those that write (load_model, drop_model,
+-- explain_into) stay parallel unsafe. None is strict: a NULL background or
+-- model_output has a meaning.
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid FROM pg_proc p
+              WHERE p.pronamespace = 'treeshap'::regnamespace
+                AND p.proname IN ('explain_shap', 'explain_shap_wide', 'explain_top_features', 'predict',
+                                  'explain_interactions', 'feature_importance', 'gpu_info')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s PARALLEL RESTRICTED', f);
+    END LOOP;
+END
+$$;
+-- one row's values: the same within a statement (STABLE), and, being one call, in the leader
+ALTER FUNCTION treeshap.shap_values(text, double precision[]) STABLE PARALLEL RESTRICTED;
+-- a table read: NULL for a NULL name, and safe in a parallel worker
+ALTER FUNCTION treeshap.model_bytes(text) STRICT PARALLEL SAFE;
+
+-- every user-facing object says what it is (\df+, \dv+ and pgAdmin show these)
+DO $$
+DECLARE
+    c record;
+    f regprocedure;
+BEGIN
+    FOR c IN SELECT * FROM (VALUES
+        ('explain_shap', 'SHAP values, one row per (input row, output, feature); against a background (interventional) when one is given'),
+        ('explain_shap_wide', 'SHAP values, one row per (input row, output) with every feature''s value in model order and the base value'),
+        ('explain_top_features', 'per (input row, output), the k features of largest |SHAP value| with the row''s prediction'),
+        ('predict', 'per (input row, output), the margin and the prediction (the model''s link applied)'),
+        ('explain_interactions', 'SHAP interaction values (Shapley or Shapley-Taylor) per (input row, output, feature pair)'),
+        ('feature_importance', 'mean |SHAP value| and mean SHAP value per (output, feature) over every row, summed batch by batch'),
+        ('drop_model', 'remove a stored model (its owner, or a role granted it, only)'),
+        ('gpu_info', 'the GPUs the GPU service found: one row each')) AS v(name, comment)
+    LOOP
+        FOR f IN SELECT p.oid FROM pg_proc p
+                  WHERE p.pronamespace = 'treeshap'::regnamespace AND p.proname = c.name
+        LOOP
+            EXECUTE format('COMMENT ON FUNCTION %s IS %L', f, c.comment);
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON TYPE treeshap.shap_output IS
+    'what SHAP values explain: margin (the trees'' raw sum), or probability (the link applied; needs a background)';
+COMMENT ON VIEW treeshap.gpu_status IS
+    'the GPU service: its state and processes, one row per GPU, the requests it has served';
+COMMENT ON VIEW treeshap.gpu_models IS
+    'the model versions the GPU service holds on each GPU, with their memory, hits and last use';
+
+-- Pictures ------------------------------------------------------------------
+-- Each plot is a standalone SVG document (text) written here from the computed
+-- values: no plotting library in the server. Marks carry their numbers as data-*
+-- attributes (t23_plots.sql checks them against explain_shap; test/plots_check.sh
+-- renders them in headless Chromium). Colours are shap's: #ff0d57 raises the
+-- output, #1e88e5 lowers it; in the beeswarm they run from a feature's low values
+-- (blue) to its high ones (red).
+
+-- text safe inside an SVG element or attribute
+CREATE FUNCTION treeshap._svg_text(t text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT replace(replace(replace(replace(t, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;')
+$$;
+
+-- a number for a label: four significant digits, no exponent for ordinary sizes
+CREATE FUNCTION treeshap._svg_num(v double precision) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT CASE WHEN v = 0 THEN '0'
+                WHEN abs(v) >= 1e6 OR abs(v) < 1e-3 THEN to_char(v, 'FM9.999EEEE')
+                ELSE rtrim(rtrim(round(v::numeric, greatest(0, 3 - floor(log(abs(v)::numeric))::int))::text,
+                                 '0'), '.') END
+$$;
+
+-- pixel x of value v on an axis from lo to hi drawn from x0 to x1
+CREATE FUNCTION treeshap._svg_x(v double precision, lo double precision, hi double precision,
+                                x0 double precision, x1 double precision) RETURNS double precision
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT round((x0 + (v - lo) / nullif(hi - lo, 0) * (x1 - x0))::numeric, 2)::double precision
+$$;
+
+-- round values from lo to hi for an axis's ticks: 1, 2 or 5 times a power of ten apart
+CREATE FUNCTION treeshap._svg_ticks(lo double precision, hi double precision) RETURNS SETOF double precision
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    WITH s AS (SELECT CASE WHEN hi > lo THEN power(10, floor(log((hi - lo) / 5))) ELSE 1 END AS p),
+         step AS (SELECT CASE WHEN (hi - lo) / p > 25 THEN 5 * p WHEN (hi - lo) / p > 10 THEN 2 * p
+                              ELSE p END AS st FROM s)
+    SELECT g * st FROM step, generate_series(ceil(lo / st)::bigint, floor(hi / st)::bigint) g
+$$;
+
+-- a horizontal axis at pixel y: line, ticks and their labels, a title below
+CREATE FUNCTION treeshap._svg_axis(lo double precision, hi double precision, x0 double precision,
+                                   x1 double precision, y double precision, title text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT format('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333"/>', x0, y, x1, y)
+        || coalesce((SELECT string_agg(format('<line x1="%1$s" y1="%2$s" x2="%1$s" y2="%3$s" stroke="#333"/>'
+                                              '<text x="%1$s" y="%4$s" font-size="12" text-anchor="middle">%5$s</text>',
+                                              treeshap._svg_x(t, lo, hi, x0, x1), y, y + 5, y + 19,
+                                              treeshap._svg_num(t)), '')
+                       FROM treeshap._svg_ticks(lo, hi) t), '')
+        || format('<text x="%s" y="%s" font-size="13" text-anchor="middle">%s</text>',
+                  (x0 + x1) / 2, y + 40, treeshap._svg_text(title))
+$$;
+
+-- an SVG document of the given size around body
+CREATE FUNCTION treeshap._svg_document(width integer, height integer, title text, body text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT format('<svg xmlns="http://www.w3.org/2000/svg" width="%1$s" height="%2$s" viewBox="0 0 %1$s %2$s" '
+                  'font-family="Helvetica, Arial, sans-serif">'
+                  '<rect width="%1$s" height="%2$s" fill="white"/>'
+                  '<text x="%3$s" y="24" font-size="15" text-anchor="middle" font-weight="bold">%4$s</text>%5$s</svg>',
+                  width, height, width / 2, treeshap._svg_text(title), body)
+$$;
+
+-- The query's rows, sampled down to about max_rows by key order when larger.
+CREATE FUNCTION treeshap._plot_rows(source text, max_rows integer) RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED AS $$
+DECLARE
+    first json;
+    key text;
+    n bigint;
+BEGIN
+    EXECUTE format('SELECT row_to_json(q) FROM (%s) q LIMIT 1', source) INTO first;
+    IF first IS NULL THEN
+        RAISE EXCEPTION 'query returned no rows to plot' USING ERRCODE = '22023';
+    END IF;
+    SELECT k INTO key FROM json_each(first) WITH ORDINALITY e(k, v, i) WHERE i = 1;
+    EXECUTE format('SELECT count(*) FROM (%s) q', source) INTO n;
+    IF n <= max_rows THEN
+        RETURN source;
+    END IF;
+    RETURN format('SELECT q.* FROM (%1$s) q WHERE q.%2$I IN (SELECT s.%2$I FROM (SELECT r.%2$I, '
+                  'row_number() OVER (ORDER BY r.%2$I) AS rn FROM (%1$s) r) s WHERE s.rn %% %3$s = 1)',
+                  source, key, ceil(n::numeric / max_rows));
+END
+$$;
+
+-- Each row's feature values by the model's features (by name when the model names
+-- them, else by position after the key); NULL where missing or not a number.
+CREATE FUNCTION treeshap._plot_values(model text, query text)
+RETURNS TABLE (row_key bigint, feature text, value double precision)
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED AS $$
+DECLARE
+    names text[];
+    nf integer;
+BEGIN
+    SELECT m.feature_names, m.num_features INTO names, nf FROM treeshap.models m WHERE m.name = model;
+    RETURN QUERY EXECUTE format(
+        'SELECT k.v::bigint, f.name, CASE WHEN f.raw ~ ''^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$'' '
+        '                                 THEN f.raw::double precision END '
+        '   FROM (SELECT row_to_json(q) AS j FROM (%s) q) t, '
+        '        LATERAL (SELECT x.v FROM json_each_text(t.j) WITH ORDINALITY x(k, v, o) WHERE o = 1) k, '
+        '        LATERAL (SELECT coalesce($1[i], ''f'' || (i - 1)) AS name, '
+        '                        CASE WHEN $1 IS NULL OR current_setting(''treeshap.match_columns'', true) = ''position'' '
+        '                             THEN (SELECT x.v FROM json_each_text(t.j) WITH ORDINALITY x(k, v, o) '
+        '                                    WHERE o = i + 1) '
+        '                             ELSE t.j ->> $1[i] END AS raw '
+        '                   FROM generate_series(1, $2) i) f', query)
+    USING names, nf;
+END
+$$;
+
+-- shap's colour for t in [0, 1]: #1e88e5 (low) to #ff0d57 (high); grey for NULL
+CREATE FUNCTION treeshap._svg_colour(t double precision) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN t IS NULL THEN '#999999'
+                ELSE format('rgb(%s,%s,%s)', round(30 + t * 225), round(136 - t * 123), round(229 - t * 142)) END
+$$;
+
+CREATE FUNCTION treeshap.plot_summary(model text, query text, max_features integer DEFAULT 10,
+                                      output integer DEFAULT 0)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+AS $$
+DECLARE
+    rows_q text;
+    x0 constant double precision := 210;
+    x1 constant double precision := 690;
+    top constant integer := 50;
+    lane constant integer := 30;
+    r record;
+BEGIN
+    IF max_features IS NULL OR max_features < 1 THEN
+        RAISE EXCEPTION 'max_features must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    rows_q := treeshap._plot_rows(query, 1000);
+    WITH e AS (SELECT s.row_key, s.feature, s.shap_value FROM treeshap.explain_shap(model, rows_q) s
+                WHERE s.output = plot_summary.output),
+         imp AS (SELECT e.feature, avg(abs(e.shap_value)) AS m FROM e GROUP BY e.feature),
+         top_f AS (SELECT imp.feature, imp.m, row_number() OVER (ORDER BY imp.m DESC, imp.feature)::integer AS rk
+                     FROM imp ORDER BY imp.m DESC, imp.feature LIMIT max_features),
+         v AS (SELECT * FROM treeshap._plot_values(model, rows_q)),
+         rng AS (SELECT v.feature, percentile_cont(0.05) WITHIN GROUP (ORDER BY v.value) AS p05,
+                        percentile_cont(0.95) WITHIN GROUP (ORDER BY v.value) AS p95
+                   FROM v WHERE v.value IS NOT NULL GROUP BY v.feature),
+         pts AS (SELECT tf.rk, tf.feature, tf.m AS mean_abs, e.row_key, e.shap_value AS shap,
+                        CASE WHEN vv.value IS NULL THEN NULL WHEN rg.p95 > rg.p05
+                             THEN least(1, greatest(0, (vv.value - rg.p05) / (rg.p95 - rg.p05))) ELSE 0.5 END AS t
+                   FROM top_f tf JOIN e ON e.feature = tf.feature
+                   LEFT JOIN v vv ON vv.row_key = e.row_key AND vv.feature = e.feature
+                   LEFT JOIN rng rg ON rg.feature = e.feature),
+         st AS (SELECT max(rk) AS nfeat, count(DISTINCT row_key) AS n,
+                       least(min(shap), 0) AS lo0, greatest(max(shap), 0) AS hi0 FROM pts),
+         ax AS (SELECT nfeat, n, lo0 - 0.05 * greatest(hi0 - lo0, 1e-9) AS lo,
+                       hi0 + 0.05 * greatest(hi0 - lo0, 1e-9) AS hi FROM st),
+         placed AS (SELECT p.*, treeshap._svg_x(p.shap, ax.lo, ax.hi, x0, x1) AS px FROM pts p, ax),
+         -- dots side by side where they would overlap (a beeswarm)
+         swarm AS (SELECT pl.*, row_number() OVER (PARTITION BY pl.rk, floor(pl.px / 4) ORDER BY pl.row_key) - 1 AS i
+                     FROM placed pl)
+    SELECT ax.nfeat, ax.n, ax.lo, ax.hi,
+           (SELECT string_agg(format('<circle class="dot" cx="%s" cy="%s" r="2.6" fill="%s" fill-opacity="0.9" '
+                                     'data-feature="%s" data-row="%s" data-shap="%s"/>',
+                                     w.px, top + (w.rk - 1) * lane + lane / 2 +
+                                         least(9, ((w.i + 1) / 2) * 1.8) * CASE WHEN w.i % 2 = 0 THEN 1 ELSE -1 END,
+                                     treeshap._svg_colour(w.t), treeshap._svg_text(w.feature), w.row_key, w.shap),
+                              '' ORDER BY w.rk, w.row_key) FROM swarm w) AS marks,
+           (SELECT string_agg(format('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#ddd" stroke-dasharray="2,3"/>'
+                                     '<text class="feature" x="%s" y="%s" font-size="13" text-anchor="end" '
+                                     'data-mean-abs="%s">%s</text>',
+                                     x0, top + (f.rk - 1) * lane + lane / 2, x1, top + (f.rk - 1) * lane + lane / 2,
+                                     x0 - 10, top + (f.rk - 1) * lane + lane / 2 + 4, f.m,
+                                     treeshap._svg_text(f.feature)), '' ORDER BY f.rk) FROM top_f f) AS labels
+      INTO r FROM ax;
+    IF r.nfeat IS NULL THEN
+        RAISE EXCEPTION 'model "%" has no output %', model, output USING ERRCODE = '22023';
+    END IF;
+    RETURN treeshap._svg_document(800, top + r.nfeat * lane + 70,
+        format('%s: SHAP values of %s rows, output %s', model, r.n, output),
+        r.labels
+        || format('<line x1="%1$s" y1="%2$s" x2="%1$s" y2="%3$s" stroke="#999"/>',
+                  treeshap._svg_x(0, r.lo, r.hi, x0, x1), top, top + r.nfeat * lane)
+        || r.marks
+        || treeshap._svg_axis(r.lo, r.hi, x0, x1, top + r.nfeat * lane + 5, 'SHAP value (impact on model output)')
+        || format('<defs><linearGradient id="ts-colour" x1="0" y1="0" x2="0" y2="1">'
+                  '<stop offset="0" stop-color="#ff0d57"/><stop offset="1" stop-color="#1e88e5"/></linearGradient></defs>'
+                  '<rect class="colour-bar" x="720" y="%1$s" width="12" height="%2$s" fill="url(#ts-colour)"/>'
+                  '<text x="738" y="%3$s" font-size="12">High</text><text x="738" y="%4$s" font-size="12">Low</text>'
+                  '<text x="770" y="%5$s" font-size="12" text-anchor="middle" transform="rotate(-90 770 %5$s)">'
+                  'Feature value</text>',
+                  top, greatest(r.nfeat * lane, 60), top + 10, top + greatest(r.nfeat * lane, 60),
+                  top + greatest(r.nfeat * lane, 60) / 2));
+END
+$$;
+COMMENT ON FUNCTION treeshap.plot_summary(text, text, integer, integer) IS
+    'beeswarm of SHAP values as an SVG document: a lane per feature by mean |SHAP value|, dots coloured by feature value (rows sampled to about 1,000)';
+
+CREATE FUNCTION treeshap.plot_waterfall(model text, query text, max_features integer DEFAULT 10,
+                                        output integer DEFAULT 0)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+AS $$
+DECLARE
+    x0 constant double precision := 250;
+    x1 constant double precision := 730;
+    top constant integer := 60;
+    lane constant integer := 28;
+    n bigint;
+    r record;
+BEGIN
+    IF max_features IS NULL OR max_features < 1 THEN
+        RAISE EXCEPTION 'max_features must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    EXECUTE format('SELECT count(*) FROM (%s) q', query) INTO n;
+    IF n <> 1 THEN
+        RAISE EXCEPTION 'plot_waterfall explains one row; the query returned %', n
+            USING ERRCODE = '22023', HINT = 'Select the row by its key: ... WHERE id = 42.';
+    END IF;
+    WITH w AS (SELECT s.row_key, s.base_value FROM treeshap.explain_shap_wide(model, query) s
+                WHERE s.output = plot_waterfall.output),
+         e AS (SELECT s.feature, s.shap_value,
+                      row_number() OVER (ORDER BY abs(s.shap_value) DESC, s.feature) AS rk
+                 FROM treeshap.explain_shap(model, query) s WHERE s.output = plot_waterfall.output),
+         v AS (SELECT * FROM treeshap._plot_values(model, query)),
+         -- the shown features, largest first; the rest as one bar at the bottom
+         bars AS (SELECT e.rk::integer AS rk, e.feature AS name,
+                         coalesce(treeshap._svg_num(v.value), 'missing') || ' = ' || e.feature AS label,
+                         e.shap_value AS shap
+                    FROM e LEFT JOIN v ON v.feature = e.feature WHERE e.rk <= max_features
+                  UNION ALL
+                  SELECT max_features + 1, NULL, count(*) || ' other features', sum(e.shap_value)
+                    FROM e WHERE e.rk > max_features HAVING count(*) > 0),
+         -- from the base value at the bottom up to the row's output at the top
+         cum AS (SELECT b.*, w.base_value + coalesce(sum(b.shap) OVER (ORDER BY b.rk DESC ROWS BETWEEN
+                                                        UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS start
+                   FROM bars b, w),
+         st AS (SELECT count(*)::integer AS nbars, min(least(c.start, c.start + c.shap)) AS lo0,
+                       max(greatest(c.start, c.start + c.shap)) AS hi0 FROM cum c),
+         ax AS (SELECT st.nbars, st.lo0 - 0.08 * greatest(st.hi0 - st.lo0, 1e-9) AS lo,
+                       st.hi0 + 0.08 * greatest(st.hi0 - st.lo0, 1e-9) AS hi FROM st)
+    SELECT ax.*, w.row_key, w.base_value AS base, w.base_value + (SELECT sum(shap) FROM bars) AS fx,
+           (SELECT string_agg(format('<rect class="bar" x="%s" y="%s" width="%s" height="18" fill="%s" '
+                                     'data-feature="%s" data-shap="%s" data-start="%s"/>'
+                                     '<text x="%s" y="%s" font-size="12" text-anchor="%s" fill="%s">%s</text>'
+                                     '<text class="feature" x="%s" y="%s" font-size="13" text-anchor="end">%s</text>',
+                                     treeshap._svg_x(least(c.start, c.start + c.shap), ax.lo, ax.hi, x0, x1),
+                                     top + (c.rk - 1) * lane + 5,
+                                     greatest(0.5, abs(treeshap._svg_x(c.start + c.shap, ax.lo, ax.hi, x0, x1)
+                                                       - treeshap._svg_x(c.start, ax.lo, ax.hi, x0, x1))),
+                                     CASE WHEN c.shap >= 0 THEN '#ff0d57' ELSE '#1e88e5' END,
+                                     treeshap._svg_text(coalesce(c.name, 'other features')), c.shap, c.start,
+                                     treeshap._svg_x(greatest(c.start, c.start + c.shap), ax.lo, ax.hi, x0, x1) + 4,
+                                     top + (c.rk - 1) * lane + 18, 'start',
+                                     CASE WHEN c.shap >= 0 THEN '#ff0d57' ELSE '#1e88e5' END,
+                                     CASE WHEN c.shap >= 0 THEN '+' ELSE '' END || treeshap._svg_num(c.shap),
+                                     x0 - 10, top + (c.rk - 1) * lane + 18, treeshap._svg_text(c.label)),
+                              '' ORDER BY c.rk) FROM cum c) AS marks
+      INTO r FROM ax, w;
+    IF r.nbars IS NULL OR r.row_key IS NULL THEN
+        RAISE EXCEPTION 'model "%" has no output %', model, output USING ERRCODE = '22023';
+    END IF;
+    RETURN treeshap._svg_document(800, top + r.nbars * lane + 100,
+        format('%s: row %s, output %s', model, r.row_key, output),
+        format('<line x1="%1$s" y1="%2$s" x2="%1$s" y2="%3$s" stroke="#888" stroke-dasharray="4,3"/>'
+               '<text class="base" x="%1$s" y="%4$s" font-size="12" text-anchor="middle" data-value="%5$s">'
+               'E[f(X)] = %6$s</text>',
+               treeshap._svg_x(r.base, r.lo, r.hi, x0, x1), top, top + r.nbars * lane + 8,
+               top + r.nbars * lane + 80, r.base, treeshap._svg_num(r.base))
+        || format('<line x1="%1$s" y1="%2$s" x2="%1$s" y2="%3$s" stroke="#888" stroke-dasharray="4,3"/>'
+                  '<text class="output" x="%1$s" y="%4$s" font-size="12" text-anchor="middle" data-value="%5$s">'
+                  'f(x) = %6$s</text>',
+                  treeshap._svg_x(r.fx, r.lo, r.hi, x0, x1), top - 6, top + r.nbars * lane,
+                  top - 12, r.fx, treeshap._svg_num(r.fx))
+        || r.marks
+        || treeshap._svg_axis(r.lo, r.hi, x0, x1, top + r.nbars * lane + 8, 'model output (margin)'));
+END
+$$;
+COMMENT ON FUNCTION treeshap.plot_waterfall(text, text, integer, integer) IS
+    'waterfall of one row''s SHAP values as an SVG document: from the base value to the row''s output, the largest contributions first';
+
+CREATE FUNCTION treeshap.plot_dependence(model text, query text, feature text, output integer DEFAULT 0)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+AS $$
+DECLARE
+    rows_q text;
+    x0 constant double precision := 90;
+    x1 constant double precision := 740;
+    y0 constant double precision := 50;
+    y1 constant double precision := 420;
+    r record;
+BEGIN
+    IF feature IS NULL OR NOT EXISTS (SELECT 1 FROM treeshap.models m, generate_series(1, m.num_features) i
+                                       WHERE m.name = model
+                                         AND coalesce(m.feature_names[i], 'f' || (i - 1)) = feature) THEN
+        RAISE EXCEPTION 'model "%" has no feature "%"', model, feature USING ERRCODE = '22023';
+    END IF;
+    rows_q := treeshap._plot_rows(query, 1000);
+    WITH e AS (SELECT s.row_key, s.shap_value FROM treeshap.explain_shap(model, rows_q) s
+                WHERE s.output = plot_dependence.output AND s.feature = plot_dependence.feature),
+         v AS (SELECT * FROM treeshap._plot_values(model, rows_q) x WHERE x.feature = plot_dependence.feature),
+         pts AS (SELECT e.row_key, v.value, e.shap_value AS shap FROM e JOIN v USING (row_key)),
+         st AS (SELECT count(*) FILTER (WHERE value IS NOT NULL) AS n, count(*) FILTER (WHERE value IS NULL) AS missing,
+                       min(value) AS xl, max(value) AS xh, least(min(shap), 0) AS yl, greatest(max(shap), 0) AS yh
+                  FROM pts),
+         ax AS (SELECT n, missing, xl - 0.05 * greatest(xh - xl, 1e-9) AS xlo, xh + 0.05 * greatest(xh - xl, 1e-9) AS xhi,
+                       yl - 0.05 * greatest(yh - yl, 1e-9) AS ylo, yh + 0.05 * greatest(yh - yl, 1e-9) AS yhi FROM st)
+    SELECT ax.*,
+           (SELECT string_agg(format('<circle class="point" cx="%s" cy="%s" r="3" fill="#1e88e5" fill-opacity="0.7" '
+                                     'data-row="%s" data-x="%s" data-shap="%s"/>',
+                                     treeshap._svg_x(p.value, ax.xlo, ax.xhi, x0, x1),
+                                     treeshap._svg_x(p.shap, ax.ylo, ax.yhi, y1, y0), p.row_key, p.value, p.shap),
+                              '' ORDER BY p.row_key) FROM pts p WHERE p.value IS NOT NULL) AS marks,
+           (SELECT string_agg(format('<line x1="%1$s" y1="%2$s" x2="%3$s" y2="%2$s" stroke="#333"/>'
+                                     '<text x="%4$s" y="%5$s" font-size="12" text-anchor="end">%6$s</text>',
+                                     x0 - 5, treeshap._svg_x(t, ax.ylo, ax.yhi, y1, y0), x0, x0 - 8,
+                                     treeshap._svg_x(t, ax.ylo, ax.yhi, y1, y0) + 4, treeshap._svg_num(t)), '')
+              FROM treeshap._svg_ticks(ax.ylo, ax.yhi) t) AS yticks
+      INTO r FROM ax;
+    IF r.n = 0 THEN
+        RAISE EXCEPTION 'no row has a value of feature "%" to plot', feature USING ERRCODE = '22023';
+    END IF;
+    RETURN treeshap._svg_document(800, 500,
+        format('%s: SHAP value of %s by its value, %s rows%s, output %s', model, feature, r.n,
+               CASE WHEN r.missing > 0 THEN format(' (%s missing not shown)', r.missing) ELSE '' END, output),
+        format('<line x1="%1$s" y1="%2$s" x2="%3$s" y2="%2$s" stroke="#999"/>', x0,
+               treeshap._svg_x(0, r.ylo, r.yhi, y1, y0), x1)
+        || format('<line x1="%1$s" y1="%2$s" x2="%1$s" y2="%3$s" stroke="#333"/>', x0, y0, y1)
+        || r.yticks
+        || format('<text x="20" y="%1$s" font-size="13" text-anchor="middle" transform="rotate(-90 20 %1$s)">'
+                  'SHAP value for %2$s</text>', (y0 + y1) / 2, treeshap._svg_text(feature))
+        || r.marks
+        || treeshap._svg_axis(r.xlo, r.xhi, x0, x1, y1 + 5, feature));
+END
+$$;
+COMMENT ON FUNCTION treeshap.plot_dependence(text, text, text, integer) IS
+    'dependence plot as an SVG document: each row''s SHAP value of one feature against the feature''s value (rows sampled to about 1,000)';
