@@ -5,7 +5,7 @@
 # the library, the update from the previous version against a fresh install
 # (test/upgrade_check.sh), a dump restored into a fresh cluster
 # (test/dump_check.sh), the plots rendered by headless Chromium
-# (test/plots_check.sh), both suites again through the GPU service on emulated
+# (test/plots_check.sh), the README's SQL examples (test/readme_check.sh), both suites again through the GPU service on emulated
 # devices (test/emulated_check.sh), the oracle check on freshly trained XGBoost models,
 # the compute core under AddressSanitizer with mutated models, and the GPU
 # quadrature layout evaluated on the host against every fixture's oracle.
@@ -42,6 +42,9 @@ bash test/dump_check.sh || status=1
 
 echo "== the plots rendered by headless Chromium, checked on the picture"
 bash test/plots_check.sh || status=1
+
+echo "== every SQL example of the README, run in order against the objects it names"
+bash test/readme_check.sh || status=1
 
 echo "== the GPU service: its executor killed with SIGKILL costs no session and is replaced"
 bash test/service_check.sh || status=1
