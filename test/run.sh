@@ -24,6 +24,9 @@ cron.database_name = 'postgres'
 cron.host = '@CLUSTER@'" source test/cluster.sh
 
 status=0
+echo "== META.json against the PGXN Meta Spec and the repository"
+/usr/bin/python3 test/meta_check.py || status=1
+
 echo "== pg_regress"
 make -s installcheck || { cat regression.diffs 2>/dev/null | head -100; status=1; }
 
