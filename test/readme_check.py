@@ -9,7 +9,9 @@ return at least one (an example that shows nothing is broken), except the two re
 what a schedule did (treeshap.jobs, cron.job_run_details) before it has run, and pgTAP's
 finish(), which lists failures only. pgTAP rows
 must not say "not ok". Then the command the pg_cron example scheduled is run the way
-pg_cron would, and its job must have explained every customer.
+pg_cron would, and its job must have explained every customer. Last, every treeshap.*
+setting of pg_settings must have its row in the README's table of settings, with its
+default, its range (integers) or every value it takes (enums).
 """
 import os
 import re
@@ -101,6 +103,31 @@ def check_scheduled(cur):
     return ok
 
 
+def shown_default(boot_val, unit):
+    """A setting's default as the README's table shows it (256MB for 262144 kB)."""
+    if unit == "kB" and int(boot_val) > 0 and int(boot_val) % 1024 == 0:
+        return "%dMB" % (int(boot_val) // 1024)
+    return boot_val
+
+
+def check_settings(cur, readme):
+    """Every treeshap.* setting has a row in the README's table with its default and range."""
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(treeshap\.[a-z_]+)` \|.*$", readme, re.M)}
+    cur.execute("SELECT name, vartype, boot_val, unit, min_val, max_val, enumvals"
+                " FROM pg_settings WHERE name LIKE 'treeshap.%' ORDER BY name")
+    failures = 0
+    for name, vartype, boot, unit, lo, hi, enumvals in cur.fetchall():
+        row = rows.get(name, "").replace(",", "")
+        wants = ["| `%s` | `%s` |" % (name, shown_default(boot, unit))]
+        wants += ["%s … %s" % (lo, hi)] if vartype == "integer" else []
+        wants += ["`%s`" % v for v in enumvals or []]
+        missing = [w for w in wants if w.replace(",", "") not in row]
+        print("%s README documents %s%s" % ("FAIL" if missing else "ok  ", name,
+                                            ": lacks " + ", ".join(missing) if missing else ""))
+        failures += bool(missing)
+    return failures
+
+
 def main():
     conn = psycopg2.connect("")
     conn.autocommit = True
@@ -114,7 +141,8 @@ def main():
         print("%s README.md:%d" % ("FAIL" if errors else "ok  ", line))
         failures += bool(errors)
     failures += not check_scheduled(cur)
-    print("README examples: %d blocks, %d failed" % (len(blocks), failures))
+    failures += check_settings(cur, open(os.path.join(ROOT, "README.md"), encoding="utf-8").read())
+    print("README examples: %d blocks and the settings table, %d failures" % (len(blocks), failures))
     return 1 if failures else 0
 
 
