@@ -72,7 +72,7 @@ $$;
 
 SELECT plan((SELECT 4 * count(*)::int FROM iv_list)
             + (SELECT 2 * count(DISTINCT fixture)::int FROM iv_expected WHERE space = 'probability')
-            + 21);
+            + 23);
 
 CREATE TEMP TABLE iv_got AS
 SELECT f.fixture, s.space, w.row_key AS id, w.output, w.base_value, w.shap_values
@@ -237,6 +237,31 @@ SELECT is((SELECT count(*) FROM iv_one_row n
                            AND w.output = n.output
             WHERE n.shap_values IS DISTINCT FROM w.shap_values),
           0::bigint, 'auto, one row of a deep model: walked, the walk''s values bit for bit');
+
+-- in probability space the grouped background lists each path's rows by group, in 16
+-- bits up to 65,536 rows and in 32 beyond: both against the walk
+SET LOCAL treeshap.device = cpu;
+SELECT format('CREATE TEMP TABLE iv_big AS SELECT q.* FROM (%s) q, generate_series(1, 328)',
+              pg_temp.fx_query('binary')) \gexec
+CREATE TEMP TABLE iv_wide_lists (background_rows int, grouping text, row_key bigint, shap_values float8[]);
+CREATE FUNCTION pg_temp.iv_wide_list(n int) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO iv_wide_lists
+    SELECT n, current_setting('treeshap.background_grouping'), e.row_key, e.shap_values
+      FROM treeshap.explain_shap_wide('binary', pg_temp.fx_query('binary') || ' AND id <= 2', NULL::bigint,
+                                      model_output => 'probability',
+                                      background => format('SELECT * FROM iv_big LIMIT %s', n)) e
+$$;
+DO $$ BEGIN PERFORM pg_temp.iv_wide_list(65536); PERFORM pg_temp.iv_wide_list(65537); END $$;
+SET LOCAL treeshap.background_grouping = never;
+DO $$ BEGIN PERFORM pg_temp.iv_wide_list(65536); PERFORM pg_temp.iv_wide_list(65537); END $$;
+SET LOCAL treeshap.background_grouping = always;
+RESET treeshap.device;
+SELECT is((SELECT count(DISTINCT (background_rows, grouping)) FROM iv_wide_lists), 4::bigint,
+          'binary in probability space against 65,536 and 65,537 background rows, grouped and walked');
+SELECT cmp_ok((SELECT max((SELECT max(abs(a - b)) FROM unnest(g.shap_values, w.shap_values) AS u(a, b)))
+                 FROM iv_wide_lists g JOIN iv_wide_lists w USING (background_rows, row_key)
+                WHERE g.grouping = 'always' AND w.grouping = 'never'),
+              '<=', 1e-12::float8, 'rows listed in 16 bits (65,536) and 32 (65,537): the walk''s values within 1e-12');
 
 -- 'long' has paths of 40 features, past a mask of 32: they take the path form
 CREATE TEMP TABLE iv_long AS

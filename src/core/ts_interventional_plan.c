@@ -193,6 +193,13 @@ ts_iv_plan_count(const TsPathTable *pt, const TsBackground *bg, int64_t first, i
 	}
 }
 
+/* Bytes of one background row's index in the members lists: 2 while they fit in 16 bits. */
+static size_t
+member_size(const TsBackground *bg)
+{
+	return bg->nrows <= (int64_t) UINT16_MAX + 1 ? sizeof(uint16_t) : sizeof(uint32_t);
+}
+
 /* Bytes of a plan's arrays. */
 static size_t
 plan_bytes(const TsPathTable *pt, const TsBackground *bg, int64_t total_groups, int64_t num_long)
@@ -200,7 +207,7 @@ plan_bytes(const TsPathTable *pt, const TsBackground *bg, int64_t total_groups, 
 	size_t		members = bg->probability ? (size_t) pt->num_paths * (size_t) bg->nrows : 0;
 
 	return sizeof(int64_t) * ((size_t) pt->num_paths + 1 + (size_t) num_long) +
-		sizeof(uint32_t) * (2 * (size_t) total_groups + members);
+		sizeof(uint32_t) * 2 * (size_t) total_groups + member_size(bg) * members;
 }
 
 TsIvPlan *
@@ -224,7 +231,9 @@ ts_iv_plan_create(const TsPathTable *pt, const TsBackground *bg, const int64_t *
 	plan->group_start = ts_alloc(sizeof(int64_t) * ((size_t) pt->num_paths + 1));
 	plan->group_mask = ts_alloc(sizeof(uint32_t) * (size_t) (total + 1));
 	plan->group_end = ts_alloc(sizeof(uint32_t) * (size_t) (total + 1));
-	if (bg->probability)
+	if (bg->probability && member_size(bg) == sizeof(uint16_t))
+		plan->members16 = ts_alloc(sizeof(uint16_t) * (size_t) pt->num_paths * (size_t) bg->nrows);
+	else if (bg->probability)
 		plan->members = ts_alloc(sizeof(uint32_t) * (size_t) pt->num_paths * (size_t) bg->nrows);
 	plan->long_paths = ts_alloc(sizeof(int64_t) * (size_t) (num_long + 1));
 	plan->group_start[0] = 0;
@@ -245,6 +254,7 @@ ts_iv_plan_free(TsIvPlan *plan)
 	ts_free(plan->group_start);
 	ts_free(plan->group_mask);
 	ts_free(plan->group_end);
+	ts_free(plan->members16);
 	ts_free(plan->members);
 	ts_free(plan->long_paths);
 	ts_free(plan);
@@ -257,7 +267,7 @@ fill_path(TsIvPlan *plan, int64_t p, TsGroupScratch *s)
 	int64_t		g0 = plan->group_start[p];
 	int32_t		groups = group_rows(plan->pt, plan->bg, p, s);
 	uint32_t	end = 0;
-	uint32_t   *members;
+	size_t		base = (size_t) p * (size_t) plan->bg->nrows;
 
 	for (int32_t g = 0; g < groups; g++)
 	{
@@ -268,11 +278,12 @@ fill_path(TsIvPlan *plan, int64_t p, TsGroupScratch *s)
 		end += rows;
 		plan->group_end[g0 + g] = end;
 	}
-	if (plan->members == NULL)
-		return;
-	members = plan->members + (size_t) p * (size_t) plan->bg->nrows;
-	for (int64_t r = 0; r < plan->bg->nrows; r++)
-		members[s->counts[s->gid[r]]++] = (uint32_t) r;
+	if (plan->members16 != NULL)
+		for (int64_t r = 0; r < plan->bg->nrows; r++)
+			plan->members16[base + s->counts[s->gid[r]]++] = (uint16_t) r;
+	else if (plan->members != NULL)
+		for (int64_t r = 0; r < plan->bg->nrows; r++)
+			plan->members[base + s->counts[s->gid[r]]++] = (uint32_t) r;
 }
 
 void
@@ -331,7 +342,7 @@ row_factors(const TsBackground *bg, const double *margin_x, const double *output
 static void
 group_sum(const TsIvPlan *plan, int64_t p, uint32_t begin, uint32_t end, const TsIvRow *w)
 {
-	const uint32_t *members;
+	size_t		base = (size_t) p * (size_t) plan->bg->nrows;
 	int32_t		no = plan->pt->num_outputs;
 	int32_t		group = plan->pt->path_group[p];
 
@@ -340,13 +351,17 @@ group_sum(const TsIvPlan *plan, int64_t p, uint32_t begin, uint32_t end, const T
 		w->sum[0] = (double) (end - begin);
 		return;
 	}
-	members = plan->members + (size_t) p * (size_t) plan->bg->nrows;
 	for (int32_t k = 0; k < w->width; k++)
 	{
+		const double *factor = w->factor + group + k;
 		double		s = 0.0;
 
-		for (uint32_t i = begin; i < end; i++)
-			s += w->factor[(size_t) members[i] * no + group + k];
+		if (plan->members16 != NULL)
+			for (uint32_t i = begin; i < end; i++)
+				s += factor[(size_t) plan->members16[base + i] * no];
+		else
+			for (uint32_t i = begin; i < end; i++)
+				s += factor[(size_t) plan->members[base + i] * no];
 		w->sum[k] = s;
 	}
 }

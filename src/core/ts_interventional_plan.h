@@ -31,7 +31,9 @@ typedef struct TsIvPlan
 	int64_t    *group_start;	/* num_paths + 1 offsets into the groups; a long path has none */
 	uint32_t   *group_mask;		/* bit i: the path's element i + 1 is satisfied */
 	uint32_t   *group_end;		/* rows of the path's groups up to this one's end */
-	uint32_t   *members;		/* probability space: per path, nrows background rows by group */
+	/* probability space: per path, its nrows background rows by group, 16 bits when they fit */
+	uint16_t   *members16;
+	uint32_t   *members;		/* more than 65,536 background rows */
 	int64_t    *long_paths;		/* paths of more than TS_IV_PLAN_MAX_ELEMENTS features */
 	int64_t		num_long;
 } TsIvPlan;
