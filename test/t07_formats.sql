@@ -4,7 +4,7 @@
 -- t01_oracle.sql; these tests pin what the oracle test does not.)
 BEGIN;
 \ir setup.sql
-SELECT plan(11);
+SELECT plan(12);
 
 SELECT results_eq(
     $$SELECT name, format FROM treeshap.models
@@ -66,6 +66,14 @@ SELECT throws_ok(format('SELECT treeshap.load_model(%L, %L::bytea)', 'cut',
 SELECT throws_like(format('SELECT treeshap.load_model(%L, %L::bytea)', 'cut',
                           substring(treeshap.model_bytes('lgb_reg') FROM 1 FOR 5000)),
                    '%end of trees%', 'a truncated LightGBM model is refused');
+
+-- a num_leaves past its tree's leaf_value list, as large as the limit allows: refused
+-- before anything is sized from it (test/fuzz/regressions/lightgbm/declared_leaves_past_text)
+SELECT throws_ok(format('SELECT treeshap.load_model(%L, %L::bytea)', 'declared',
+                        convert_to(regexp_replace(convert_from(treeshap.model_bytes('lgb_reg'), 'UTF8'),
+                                                  'num_leaves=31', 'num_leaves=300000000'), 'UTF8')),
+                 '22023', 'could not read model "declared": tree 0: num_leaves is 300000000 but leaf_value has 31 values',
+                 'a num_leaves that its leaf_value list does not hold is refused (22023)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -11,9 +11,6 @@ check() { if [ "$2" = "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: got '$2',
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$@"; }
 
 default=$(sed -n "s/^default_version = '\(.*\)'/\1/p" pg_treeshap.control)
-check "META.json (PGXN) names the default version" \
-  "$(python3 -c "import json; m = json.load(open('META.json')); print(m['version'], m['provides']['pg_treeshap']['version'])")" \
-  "$default $default"
 check "the fresh script of the default version is installed" \
   "$(ls "$(pg_config --sharedir)/extension/pg_treeshap--$default.sql" >/dev/null && echo yes)" "yes"
 

@@ -585,14 +585,14 @@ index_trees(TsModel *m, const LgbTree *trees, int32_t ntrees, TsError *err)
 	for (int32_t t = 0; t < ntrees; t++)
 	{
 		int64_t		leaves;
+		int64_t		values = trees[t].leaf_value ? count_tokens(trees[t].leaf_value) : 0;
 
 		if (!parse_int(trees[t].num_leaves, "num_leaves", 1, TS_MAX_NODES / 2, &leaves, err))
 			return false;
 		/* the node arrays are sized from num_leaves: it must match the text, not just the limit */
-		if (trees[t].leaf_value == NULL || count_tokens(trees[t].leaf_value) != leaves)
+		if (values != leaves)
 			return ts_fail(err, TS_ERR_INVALID, "tree %d: num_leaves is %lld but leaf_value has %lld values",
-						   t, (long long) leaves,
-						   (long long) (trees[t].leaf_value ? count_tokens(trees[t].leaf_value) : 0));
+						   t, (long long) leaves, (long long) values);
 		if (m->tree_offset[t] + 2 * leaves - 1 > TS_MAX_NODES)
 			return ts_fail(err, TS_ERR_LIMIT, "model has too many nodes");
 		m->tree_offset[t + 1] = m->tree_offset[t] + 2 * leaves - 1;
