@@ -6,8 +6,12 @@ each with the same frozen table, and each round times one call on each,
 the order swapped every round, so that a drift of the machine falls on
 both builds alike. Prints one JSON record per model with every round's
 rows/s, and the median, lowest and highest of the per-round ratios
-this / old. Every call's checksum must equal the CPU path's.
-bench/k1_paired.sh starts the old server and runs this.
+this / old, with the backend's own phase clock (DEBUG1: fetching and
+converting rows, waiting for the GPU, emitting) so that a difference can be
+placed. Every call's checksum must equal the CPU path's. TS_BENCH_CPU pins
+both builds' backends to that CPU (they never run at once), which removes
+the swing of a backend moved between cores. bench/k1_paired.sh starts the
+old server and runs this.
 
     TS_OLD_DSN='host=... port=...' python3 bench/k1_paired.py WORK_DIR ROUNDS NAME...
 """
@@ -34,6 +38,11 @@ def session(dsn):
         cur.execute(f"SET treeshap.device = {os.environ.get('TS_BENCH_DEVICE', 'gpu')}")
         cur.execute("SET work_mem = '1GB'")
         cur.execute("SET treeshap.match_columns = position")
+        cur.execute("SET client_min_messages = debug1")  # the run's phase clock
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+    if os.environ.get("TS_BENCH_CPU"):
+        os.sched_setaffinity(pid, {int(os.environ["TS_BENCH_CPU"])})
     return conn
 
 
@@ -49,13 +58,23 @@ def prepare(dsn, work, name, table, features):
     return distinct
 
 
+PHASES = re.compile(r"fetch\+convert ([\d.]+) ms, waiting for gpu ([\d.]+) ms, emit ([\d.]+) ms")
+
+
 def timed(conn, query):
-    """One call: (seconds, count, sum)."""
+    """One call: (seconds, count, sum, [fetch, wait, emit] ms summed over its runs)."""
+    del conn.notices[:]
     with conn.cursor() as cur:
         t0 = time.perf_counter()
         cur.execute(query)
         count, total = cur.fetchone()
-        return time.perf_counter() - t0, count, total
+        seconds = time.perf_counter() - t0
+    phases = [0.0, 0.0, 0.0]
+    for notice in conn.notices:
+        m = PHASES.search(notice)
+        if m:
+            phases = [a + float(b) for a, b in zip(phases, m.groups())]
+    return seconds, count, total, phases
 
 
 def measure(work, name, rounds, dsns):
@@ -68,16 +87,19 @@ def measure(work, name, rounds, dsns):
     conns = {build: session(dsn) for build, dsn in dsns.items()}
     ok = True
     rates = {build: [] for build in dsns}
+    phases = {build: [] for build in dsns}
 
     def call(build):
         nonlocal ok
-        seconds, count, total = timed(conns[build], query)
+        seconds, count, total, clock = timed(conns[build], query)
         ok = ok and count == ROWS * outputs and abs(total - want) <= 1e-9 * max(1.0, abs(want))
+        phases[build].append(clock)
         return ROWS / seconds
 
     for build in dsns:  # model read, table in shared buffers, runners made: twice, untimed
         call(build)
         call(build)
+        phases[build].clear()
     for r in range(rounds):
         for build in (["old", "this"] if r % 2 == 0 else ["this", "old"]):
             rates[build].append(call(build))
@@ -92,6 +114,9 @@ def measure(work, name, rounds, dsns):
             "ratio_median": round(statistics.median(ratios), 4),
             "ratio_min": round(min(ratios), 4), "ratio_max": round(max(ratios), 4),
             "rounds_this_faster": sum(x > 1 for x in ratios),
+            "phase_ms_median": {build: {k: round(statistics.median(c[i] for c in phases[build]), 1)
+                                        for i, k in enumerate(("fetch_convert", "wait_gpu", "emit"))}
+                                for build in dsns},
             "checksums_match_cpu": ok}
 
 
@@ -107,7 +132,9 @@ def main():
               f"{rec['median_old']:,} before it; per-round ratio median x{rec['ratio_median']:.3f} "
               f"(lowest {rec['ratio_min']:.3f}, highest {rec['ratio_max']:.3f}; service faster in "
               f"{rec['rounds_this_faster']} of {rounds}); checksums equal the CPU's: "
-              f"{'yes' if rec['checksums_match_cpu'] else 'NO'}", flush=True)
+              f"{'yes' if rec['checksums_match_cpu'] else 'NO'}; backend phases, median ms: "
+              f"{rec['phase_ms_median']['this']} with the service, {rec['phase_ms_median']['old']} before it",
+              flush=True)
     return 0 if ok else 1
 
 
