@@ -15,7 +15,12 @@ TS_BENCH_IV_OUTPUT space (margin, the default, or probability); shap:
 TreeExplainer(booster, background, feature_perturbation="interventional")
 .shap_values on the same rows, the whole background (shap.maskers.Independent
 with max_samples = its size: a bare array of over 100 rows is silently
-subsampled to 100). shap's interventional explainer runs on one core; it is
+subsampled to 100). Devices: cpu, cpu-walk (the CPU with
+treeshap.background_grouping = never, the walk per background row), gpu,
+gpu-rows (the GPU with background_grouping = never: every background row
+visited instead of each path's groups). TS_BENCH_IV_SHAP=0 leaves shap out
+(where it is not installed): every device is then checked against the
+first one. shap's interventional explainer runs on one core; it is
 timed as it ships (TS_BENCH_IV_SHAP_SERIAL=0 skips that) and on every core,
 the rows split over one process per core (TS_BENCH_IV_SHAP_PROCS), each
 with its own explainer built before the clock starts. Each is timed once
@@ -30,8 +35,11 @@ import time
 
 import numpy as np
 import psycopg2
-import shap
-import xgboost as xgb
+
+SHAP = os.environ.get("TS_BENCH_IV_SHAP", "1") == "1"
+if SHAP:
+    import shap
+    import xgboost as xgb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from concurrency import features_of, load  # noqa: E402
@@ -105,10 +113,21 @@ def compare(mine, values, outputs):
     return worst
 
 
+def as_values(mine, features, outputs):
+    """A device's rows in shap's layout (rows x features, x outputs when several)."""
+    values = np.zeros((ROWS, features) if outputs == 1 else (ROWS, features, outputs))
+    for key, k, _, phi in mine:
+        if outputs == 1:
+            values[key] = phi
+        else:
+            values[key, :, k] = phi
+    return values
+
+
 def measure_ours(conn, name, table, features, device):
     with conn.cursor() as cur:
         cur.execute(f"SET treeshap.device = {device.split('-')[0]}")
-        cur.execute("SET treeshap.background_grouping = never" if device == "cpu-walk"
+        cur.execute("SET treeshap.background_grouping = never" if device in ("cpu-walk", "gpu-rows")
                     else "RESET treeshap.background_grouping")
         cur.execute("SET treeshap.match_columns = position")
         cur.execute(f"SET treeshap.cpu_threads = {THREADS}")
@@ -128,23 +147,36 @@ def main():
         load(conn, work, name, table, features, len(distinct))
         X = distinct[:ROWS, 1:].astype(np.float64)
         R = distinct[ROWS:ROWS + BG, 1:].astype(np.float64)
-        theirs(work, name, X[:2], R[:10])          # warm: shap's model conversion paths
-        t_par, values = theirs_parallel(work, name, X, R, SHAP_PROCS)
-        t_serial = theirs(work, name, X, R)[0] if SHAP_SERIAL else None
+        t_par, values, t_serial = None, None, None
+        if SHAP:
+            theirs(work, name, X[:2], R[:10])          # warm: shap's model conversion paths
+            t_par, values = theirs_parallel(work, name, X, R, SHAP_PROCS)
+            t_serial = theirs(work, name, X, R)[0] if SHAP_SERIAL else None
+        first = None
         for device in DEVICES:
             t_ours, mine = measure_ours(conn, name, table, features, device)
+            if values is None:  # no shap: the first device is the reference
+                values, first = as_values(mine, features, outputs), t_ours
             err = compare(mine, values, outputs)
             rec = {"model": name, "output": OUTPUT, "rows": ROWS, "background": BG, "device": device,
                    "threads": THREADS,
-                   "ours_s": round(t_ours, 4), "shap_all_cores_s": round(t_par, 3), "shap_procs": SHAP_PROCS,
+                   "ours_s": round(t_ours, 4), "shap_all_cores_s": round(t_par, 3) if t_par else None,
+                   "shap_procs": SHAP_PROCS if SHAP else None,
                    "shap_one_core_s": round(t_serial, 3) if t_serial else None,
                    "pairs_per_s_ours": round(ROWS * BG / t_ours),
-                   "speedup_vs_shap_all_cores": round(t_par / t_ours, 2),
+                   "speedup_vs_shap_all_cores": round(t_par / t_ours, 2) if t_par else None,
                    "speedup_vs_shap_one_core": round(t_serial / t_ours, 2) if t_serial else None,
-                   "max_rel_diff": float(f"{err:.2e}"), "shap": shap.__version__}
+                   "speedup_vs_first_device": round(first / t_ours, 2) if first else None,
+                   "max_rel_diff": float(f"{err:.2e}"), "shap": shap.__version__ if SHAP else None}
             print(json.dumps(rec), flush=True)
             records.append(rec)
             assert err <= 1e-6, (name, device, err)
+    if not SHAP:
+        print(f"\n{'model':<18} {'device':>8} {'rows x bg':>13} {'s':>8} {DEVICES[0] + ' / device':>16}")
+        for r in records:
+            print(f"{r['model']:<18} {r['device']:>8} {r['rows']:>5} x {r['background']:<6} {r['ours_s']:>8} "
+                  f"{r['speedup_vs_first_device']:>15}x")
+        return
     print(f"\n{'model':<18} {'device':>8} {'rows x bg':>11} {'ours s':>8} {'shap s, all cores':>18} "
           f"{'ours/shap':>10} {'shap s, 1 core':>15} {'ours/shap':>10}")
     for r in records:

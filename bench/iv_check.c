@@ -3,9 +3,11 @@
  * a background drawn around the model's own split thresholds (5% missing),
  * the GPU runner's values against the CPU's tree walk
  * (core/ts_interventional.c), two GPU runs bitwise, and the time of one
- * batch. For compute-sanitizer and for the kernel's speed.
+ * batch. For compute-sanitizer and for the kernel's speed. In margin space
+ * the runner groups the background per path unless "rows" asks it to visit
+ * every row. IV_CHECK_ROWS (default 200) rows are checked against the CPU.
  *
- *     iv_check MODEL.json NROWS NBG [probability]
+ *     iv_check MODEL.json NROWS NBG [probability | rows]
  */
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +52,9 @@ draw_rows(const TsModel *m, int32_t nrows)
 	return x;
 }
 
+/* Device bytes of the last run's background groups. */
+static size_t group_bytes;
+
 /* One GPU run of nrows rows: its values into phi, its seconds returned (negative on failure). */
 static double
 gpu_run(const TsGpuPlan *plan, const TsGpuJob *job, const float *x, int32_t nrows, double *phi)
@@ -65,6 +70,7 @@ gpu_run(const TsGpuPlan *plan, const TsGpuJob *job, const float *x, int32_t nrow
 		fprintf(stderr, "iv_check: %s\n", msg);
 		return -1.0;
 	}
+	group_bytes = ts_gpu_runner_group_bytes(r);
 	memcpy(ts_gpu_runner_input(r, 0), x, sizeof(float) * (size_t) nrows * plan->paths->num_features);
 	t0 = ts_tool_seconds();
 	if (ts_gpu_runner_submit(r, 0, nrows, msg, sizeof(msg)) != TS_GPU_OK ||
@@ -90,8 +96,10 @@ main(int argc, char **argv)
 	TsPathTable *pt;
 	TsGpuPlan  *plan;
 	int32_t		nrows,
-				nbg;
-	bool		probability;
+				nbg,
+				checked;
+	bool		probability,
+				rows;
 	char		msg[256] = "";
 	float	   *x,
 			   *r;
@@ -109,12 +117,14 @@ main(int argc, char **argv)
 
 	if (argc < 4)
 	{
-		fprintf(stderr, "usage: iv_check MODEL.json NROWS NBG [probability]\n");
+		fprintf(stderr, "usage: iv_check MODEL.json NROWS NBG [probability | rows]\n");
 		return 2;
 	}
 	nrows = atoi(argv[2]);
 	nbg = atoi(argv[3]);
 	probability = argc > 4 && strcmp(argv[4], "probability") == 0;
+	rows = argc > 4 && strcmp(argv[4], "rows") == 0;
+	checked = getenv("IV_CHECK_ROWS") ? atoi(getenv("IV_CHECK_ROWS")) : 200;
 	buf = ts_tool_read_file(argv[1], &len);
 	m = buf ? ts_model_read(buf, len, &err) : NULL;
 	if (m == NULL)
@@ -142,6 +152,8 @@ main(int argc, char **argv)
 	gbg.x = r;
 	gbg.nrows = nbg;
 	gbg.rescale_bound = 1.0;
+	gbg.grouping = rows ? TS_GPU_GROUP_NEVER : TS_GPU_GROUP_AUTO;
+	gbg.group_budget = SIZE_MAX;
 	if (probability)
 	{
 		gbg.margin = bg->margin;
@@ -158,7 +170,7 @@ main(int argc, char **argv)
 	scratch = malloc(sizeof(double) * ts_interventional_scratch_len(bg));
 	if (gpu_run(plan, &job, x, nrows, phi) < 0 || (seconds = gpu_run(plan, &job, x, nrows, again)) < 0)
 		return 1;
-	for (int32_t i = 0; i < nrows && i < 200; i++)
+	for (int32_t i = 0; i < nrows && i < checked; i++)
 	{
 		double		total = 0.0;
 
@@ -173,10 +185,11 @@ main(int argc, char **argv)
 				worst = fmax(worst, fabs(phi[(size_t) i * width + j] - cpu[j]) / fmax(1.0, total));
 			}
 	}
-	printf("{\"model\": \"%s\", \"rows\": %d, \"background\": %d, \"probability\": %s, \"paths\": %lld, "
+	printf("{\"model\": \"%s\", \"rows\": %d, \"background\": %d, \"probability\": %s, \"group_bytes\": %zu, \"paths\": %lld, "
 		   "\"long_paths\": %lld, \"batch_s\": %.4f, \"pairs_per_s\": %.4g, \"max_rel_diff\": %.3g, "
 		   "\"bitwise\": %s}\n",
-		   argv[1], nrows, nbg, probability ? "true" : "false", (long long) pt->num_paths,
+		   argv[1], nrows, nbg, probability ? "true" : "false", group_bytes,
+		   (long long) pt->num_paths,
 		   (long long) num_long, seconds, (double) nrows * nbg / seconds, worst,
 		   memcmp(phi, again, sizeof(double) * width * nrows) == 0 ? "true" : "false");
 	/* the long paths are the CPU's: the kernel's values miss them */

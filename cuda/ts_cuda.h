@@ -104,6 +104,13 @@ typedef enum TsGpuLink
 	TS_GPU_LINK_EXP = 3
 } TsGpuLink;
 
+typedef enum TsGpuGrouping
+{
+	TS_GPU_GROUP_NEVER = 0,		/* every background row visited */
+	TS_GPU_GROUP_AUTO = 1,		/* grouped where the groups at least halve the visits */
+	TS_GPU_GROUP_ALWAYS = 2		/* grouped whenever the groups fit */
+} TsGpuGrouping;
+
 /*
  * The background of an interventional job (src/core/ts_interventional.h
  * says what it computes): its rows, and in probability space their margins
@@ -122,6 +129,14 @@ typedef struct TsGpuBackground
 	int32_t		link;			/* TsGpuLink */
 	double		link_scale;
 	double		rescale_bound;
+	/*
+	 * margin space: whether the runner groups each path's background rows
+	 * (those that leave the same elements unsatisfied, with their count),
+	 * which the kernel then visits instead of the rows, in at most
+	 * group_budget device bytes (out of memory: the rows serve)
+	 */
+	int32_t		grouping;		/* TsGpuGrouping */
+	size_t		group_budget;
 } TsGpuBackground;
 
 /*
@@ -321,6 +336,9 @@ TsGpuStatus ts_gpu_runner_wait(TsGpuRunner *runner, int slot, double **phi,
 
 /* TS_GPU_OK once a slot's batch has finished, TS_GPU_NOT_READY while it runs. */
 TsGpuStatus ts_gpu_runner_poll(TsGpuRunner *runner, int slot, char *msg, size_t msglen);
+
+/* Device bytes a runner holds for its background's groups (0 without them). */
+size_t		ts_gpu_runner_group_bytes(const TsGpuRunner *runner);
 
 /* Wait for outstanding work and free everything; safe on a half-built runner. */
 void		ts_gpu_runner_free(TsGpuRunner *runner);

@@ -15,14 +15,24 @@
  * reaches the path. Slot sums stay in shared memory as in the quadrature
  * kernel.
  *
- * Determinism: a thread adds its pairs in background order and its paths in
- * chunk order, then rounds each slot to int64 fixed point, added with
- * integer atomics; the result does not depend on scheduling.
+ * In margin space a pair's terms depend on the background row only through
+ * its mask, so the runner groups the rows once per path (of up to
+ * kIvGroupMaxD elements: a 2^d histogram in shared memory), and a thread
+ * visits the path's distinct masks with their counts instead of every row:
+ * at most 2^d visits instead of the background's rows.
+ *
+ * Determinism: a thread adds its pairs in background order (groups: in mask
+ * order) and its paths in chunk order, then rounds each slot to int64 fixed
+ * point, added with integer atomics; the result does not depend on
+ * scheduling.
  */
 #include <cuda_runtime.h>
 
+#include <cub/block/block_scan.cuh>
+
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "ts_interventional.cuh"
 
@@ -39,6 +49,10 @@ struct TsIvBackground
 	int32_t		link;
 	double		link_scale;
 	double		rescale_bound;
+	int64_t    *group_start;	/* per layout path (num_paths + 1) into groups; nullptr: none */
+	uint2	   *groups;			/* (mask of the elements left unsatisfied, rows with it) */
+	int64_t		num_groups;
+	size_t		group_bytes;	/* both arrays */
 };
 
 namespace
@@ -47,6 +61,8 @@ namespace
 constexpr int kIvThreads = 128;
 constexpr int kIvMaxElems = TS_GPU_LANES;	/* the layout's paths have at most 31 */
 constexpr int kIvWeightSide = kIvMaxElems + 1;
+constexpr int kIvGroupMaxD = 10;	/* a path's histogram: 2^10 counters of shared memory */
+constexpr int kIvGroupThreads = 256;
 
 /* Kernel arguments. */
 struct IvArgs
@@ -72,6 +88,8 @@ struct IvArgs
 	int32_t		link;
 	double		link_scale;
 	const double *__restrict__ weight;
+	const int64_t *__restrict__ group_start;
+	const uint2 *__restrict__ groups;
 	int64_t		row_tiles;
 	double		scale;
 	double		inv_nbg;
@@ -180,16 +198,68 @@ iv_path(const IvArgs &a, const TsGpuQuadPath &p, double v, int32_t row, int32_t 
 		}
 }
 
-/* iv_path with the smallest D of 8, 16, 32 that holds the path, up to DMAX. */
+/*
+ * iv_path in margin space over layout path pi's groups: a group of n rows
+ * that share a mask counts as n pairs. Every thread of the block reads the
+ * same group (a broadcast); no barrier.
+ */
+template <int D>
+__device__ __forceinline__ void
+iv_path_grouped(const IvArgs &a, const TsGpuQuadPath &p, int64_t pi, double v, int32_t row,
+				const double *W, double *acc)
+{
+	const uint32_t ux = unsatisfied<D>(a, p, a.x_t, a.nrows, row);
+	const int	b = __popc(ux);
+	const int64_t end = __ldg(a.group_start + pi + 1);
+	double		sum_b = 0.0;
+	double		sum_a[D];
+
+#pragma unroll
+	for (int k = 0; k < D; k++)
+		sum_a[k] = 0.0;
+	for (int64_t g = __ldg(a.group_start + pi); g < end; g++)
+	{
+		const uint2 group = __ldg(a.groups + g);
+		const uint32_t ur = group.x;
+		const double c = (double) group.y;
+		int			na;
+
+		if ((ur & ux) != 0 || (ur | ux) == 0)
+			continue;
+		na = __popc(ur);
+		if (b > 0)
+			sum_b = fma(c, W[b * kIvWeightSide + na], sum_b);
+		if (na > 0)
+		{
+			const double wa = c * W[na * kIvWeightSide + b];
+
+#pragma unroll
+			for (int k = 0; k < D; k++)
+				sum_a[k] += (ur >> k) & 1u ? wa : 0.0;
+		}
+	}
+#pragma unroll
+	for (int k = 0; k < D; k++)
+		if (k < p.d)
+		{
+			const int	slot = a.elems[p.elem + k].slot_flags & 0xffff;
+
+			acc[slot * kIvThreads] += v * ((ux >> k) & 1u ? -sum_b : sum_a[k]);
+		}
+}
+
+/* iv_path with the smallest D of 8, 16, 32 that holds the path, up to DMAX; grouped where it can. */
 template <int D, int DMAX>
 __device__ __forceinline__ void
-iv_path_dispatch(const IvArgs &a, const TsGpuQuadPath &p, double v, int32_t row, int32_t output,
-				 double mx, double gx, const double *W, uint32_t *masks, double *acc)
+iv_path_dispatch(const IvArgs &a, const TsGpuQuadPath &p, int64_t pi, double v, int32_t row,
+				 int32_t output, double mx, double gx, const double *W, uint32_t *masks, double *acc)
 {
-	if (p.d <= D || D >= DMAX)
+	if ((p.d <= D || D >= DMAX) && a.groups != nullptr && p.d <= kIvGroupMaxD)
+		iv_path_grouped<D < 16 ? D : 16>(a, p, pi, v, row, W, acc);
+	else if (p.d <= D || D >= DMAX)
 		iv_path<D>(a, p, v, row, output, mx, gx, W, masks, acc);
 	else if constexpr (D < DMAX)
-		iv_path_dispatch<2 * D, DMAX>(a, p, v, row, output, mx, gx, W, masks, acc);
+		iv_path_dispatch<2 * D, DMAX>(a, p, pi, v, row, output, mx, gx, W, masks, acc);
 }
 
 /* The value of layout path p that chunk ch adds. */
@@ -218,6 +288,7 @@ iv_kernel(IvArgs a)
 
 	for (int i = threadIdx.x; i < kIvWeightSide * kIvWeightSide; i += kIvThreads)
 		W[i] = a.weight[i];
+	__syncthreads();			/* a grouped path reads W with no barrier of its own */
 	for (int s = 0; s < ch.slots; s++)
 		acc[s * kIvThreads] = 0.0;
 	for (int64_t p = ch.path_lo; p < ch.path_hi; p++)
@@ -236,7 +307,7 @@ iv_kernel(IvArgs a)
 				a.num_features;
 			mx = __ldg(a.x_margin + (size_t) row * a.num_outputs + output);
 		}
-		iv_path_dispatch<8, DMAX>(a, path, v * a.inv_nbg, row, output, mx,
+		iv_path_dispatch<8, DMAX>(a, path, p, v * a.inv_nbg, row, output, mx,
 								  apply_link(a.link, a.link_scale, mx), W, masks, acc);
 	}
 	for (int s = 0; s < ch.slots; s++)
@@ -301,10 +372,173 @@ upload_rows(TsIvBackground *d, const float *x, int32_t nrows, int32_t num_featur
 	return rc;
 }
 
+/* What the grouping kernels read and write. */
+struct GroupArgs
+{
+	const TsGpuQuadPath *__restrict__ paths;
+	const TsGpuQuadElem *__restrict__ elems;
+	const int32_t *__restrict__ elem_cat;
+	const uint32_t *__restrict__ cats;
+	const float *__restrict__ bg_t;
+	int32_t		nbg;
+	int64_t    *count;			/* count pass: per path, its groups */
+	const int64_t *start;		/* fill pass: per path, its first group */
+	uint2	   *groups;
+};
+
+/* Path p's histogram of the background rows' masks, 2^d counters in shared memory (barriers inside). */
+__device__ void
+mask_histogram(const GroupArgs &a, const TsGpuQuadPath &p, uint32_t *hist)
+{
+	for (int i = threadIdx.x; i < (1 << p.d); i += blockDim.x)
+		hist[i] = 0;
+	__syncthreads();
+	for (int32_t r = threadIdx.x; r < a.nbg; r += blockDim.x)
+	{
+		uint32_t	mask = 0;
+
+		for (int k = 0; k < p.d; k++)
+		{
+			const TsGpuQuadElem e = a.elems[p.elem + k];
+			const float x = __ldg(a.bg_t + (size_t) e.feature * a.nbg + r);
+
+			mask |= (ts_quad_satisfies(e, p.elem + k, x, a.elem_cat, a.cats) ? 0u : 1u) << k;
+		}
+		atomicAdd(hist + mask, 1u);
+	}
+	__syncthreads();
+}
+
+/* One block per path: how many distinct masks its background rows have (0: a path too long to group). */
+__global__ void __launch_bounds__(kIvGroupThreads)
+group_count_kernel(GroupArgs a)
+{
+	__shared__ uint32_t hist[1 << kIvGroupMaxD];
+	__shared__ int	total;
+	const TsGpuQuadPath p = a.paths[blockIdx.x];
+	int			n = 0;
+
+	if (p.d > kIvGroupMaxD)
+	{
+		if (threadIdx.x == 0)
+			a.count[blockIdx.x] = 0;
+		return;
+	}
+	if (threadIdx.x == 0)
+		total = 0;
+	mask_histogram(a, p, hist);
+	for (int i = threadIdx.x; i < (1 << p.d); i += blockDim.x)
+		n += hist[i] != 0;
+	atomicAdd(&total, n);
+	__syncthreads();
+	if (threadIdx.x == 0)
+		a.count[blockIdx.x] = total;
+}
+
+/* One block per path: its groups written at its start, in mask order (each thread a run of masks). */
+__global__ void __launch_bounds__(kIvGroupThreads)
+group_fill_kernel(GroupArgs a)
+{
+	using Scan = cub::BlockScan<int, kIvGroupThreads>;
+	__shared__ uint32_t hist[1 << kIvGroupMaxD];
+	__shared__ typename Scan::TempStorage scan;
+	const TsGpuQuadPath p = a.paths[blockIdx.x];
+	int			size,
+				per,
+				lo,
+				hi,
+				n = 0,
+				at;
+	uint2	   *out;
+
+	if (p.d > kIvGroupMaxD)
+		return;
+	mask_histogram(a, p, hist);
+	size = 1 << p.d;
+	per = (size + kIvGroupThreads - 1) / kIvGroupThreads;
+	lo = min(size, (int) threadIdx.x * per);
+	hi = min(size, lo + per);
+	for (int i = lo; i < hi; i++)
+		n += hist[i] != 0;
+	Scan(scan).ExclusiveSum(n, at);
+	out = a.groups + a.start[blockIdx.x] + at;
+	for (int i = lo; i < hi; i++)
+		if (hist[i] != 0)
+			*out++ = make_uint2((unsigned) i, hist[i]);
+}
+
+/* Forget a grouping that was not kept (and CUDA's last error with it). */
+void
+drop_groups(TsIvBackground *d)
+{
+	cudaFree(d->group_start);
+	cudaFree(d->groups);
+	cudaGetLastError();
+	d->group_start = nullptr;
+	d->groups = nullptr;
+	d->num_groups = 0;
+	d->group_bytes = 0;
+}
+
+/*
+ * Group the background's rows per path of q: count each path's masks,
+ * then, when the groups fit the budget and, unless always, at least halve
+ * the visits (otherwise the kernel visits rows), write them. Out of memory
+ * is not an error: the rows serve.
+ */
+cudaError_t
+group_rows(TsIvBackground *d, const TsQuadTable *q, const uint32_t *cats, size_t budget, bool always)
+{
+	GroupArgs	a = {q->paths, q->elems, q->elem_cat, cats, d->x_t, d->nrows, nullptr, nullptr, nullptr};
+	const int64_t n = q->num_paths;
+	std::vector<int64_t> start((size_t) n + 1);
+	size_t		bytes;
+	cudaError_t rc;
+
+	if (n <= 0 || n > 0x7fffffff || d->nrows <= 0 || budget < sizeof(int64_t) * (size_t) (n + 1))
+		return cudaSuccess;
+	if (cudaMalloc(&d->group_start, sizeof(int64_t) * (size_t) (n + 1)) != cudaSuccess)
+	{
+		drop_groups(d);
+		return cudaSuccess;
+	}
+	a.count = d->group_start;
+	group_count_kernel<<<(unsigned) n, kIvGroupThreads>>>(a);
+	if ((rc = cudaGetLastError()) != cudaSuccess ||
+		(rc = cudaMemcpy(start.data(), d->group_start, sizeof(int64_t) * (size_t) n, cudaMemcpyDeviceToHost)) != cudaSuccess)
+		return rc;
+	d->num_groups = 0;
+	for (int64_t p = 0; p < n; p++)
+	{
+		int64_t		c = start[(size_t) p];
+
+		start[(size_t) p] = d->num_groups;
+		d->num_groups += c;
+	}
+	start[(size_t) n] = d->num_groups;
+	bytes = sizeof(int64_t) * (size_t) (n + 1) + sizeof(uint2) * (size_t) d->num_groups;
+	if (bytes > budget || (!always && (double) d->num_groups * 2.0 > (double) n * d->nrows) ||
+		cudaMalloc(&d->groups, sizeof(uint2) * (size_t) (d->num_groups > 0 ? d->num_groups : 1)) != cudaSuccess)
+	{
+		drop_groups(d);
+		return cudaSuccess;
+	}
+	if ((rc = cudaMemcpy(d->group_start, start.data(), sizeof(int64_t) * (size_t) (n + 1), cudaMemcpyHostToDevice)) != cudaSuccess)
+		return rc;
+	d->group_bytes = bytes;
+	a.start = d->group_start;
+	a.groups = d->groups;
+	group_fill_kernel<<<(unsigned) n, kIvGroupThreads>>>(a);
+	if ((rc = cudaGetLastError()) != cudaSuccess)
+		return rc;
+	return cudaDeviceSynchronize();
+}
+
 }								/* namespace */
 
 cudaError_t
-ts_iv_upload(const TsGpuBackground *bg, int32_t num_features, int32_t num_outputs, TsIvBackground **out)
+ts_iv_upload(const TsGpuBackground *bg, const TsQuadTable *q, const uint32_t *cats, int32_t num_features,
+			 int32_t num_outputs, TsIvBackground **out)
 {
 	TsIvBackground *d = new TsIvBackground();
 	double		weight[kIvWeightSide * kIvWeightSide];
@@ -322,13 +556,21 @@ ts_iv_upload(const TsGpuBackground *bg, int32_t num_features, int32_t num_output
 	if ((rc = upload_rows(d, bg->x, bg->nrows, num_features)) != cudaSuccess ||
 		(rc = ts_upload_array(&d->weight, (const double *) weight, kIvWeightSide * kIvWeightSide)) != cudaSuccess ||
 		(probability && (rc = ts_upload_array(&d->margin, bg->margin, values)) != cudaSuccess) ||
-		(probability && (rc = ts_upload_array(&d->output, bg->output, values)) != cudaSuccess))
+		(probability && (rc = ts_upload_array(&d->output, bg->output, values)) != cudaSuccess) ||
+		(!probability && q != nullptr && bg->grouping != TS_GPU_GROUP_NEVER &&
+		 (rc = group_rows(d, q, cats, bg->group_budget, bg->grouping == TS_GPU_GROUP_ALWAYS)) != cudaSuccess))
 	{
 		ts_iv_free(d);
 		return rc;
 	}
 	*out = d;
 	return cudaSuccess;
+}
+
+size_t
+ts_iv_group_bytes(const TsIvBackground *bg)
+{
+	return bg != nullptr ? bg->group_bytes : 0;
 }
 
 void
@@ -340,7 +582,7 @@ ts_iv_free(TsIvBackground *bg)
 	cudaFree(bg->margin);
 	cudaFree(bg->output);
 	cudaFree(bg->weight);
-	cudaGetLastError();
+	drop_groups(bg);
 	delete bg;
 }
 
@@ -368,7 +610,7 @@ ts_iv_enqueue(const TsQuadTable *q, const TsIvBackground *bg, const uint32_t *ca
 	IvArgs		a = {q->chunks, q->paths, q->elems, q->elem_cat, q->slot_column, q->values,
 		q->leaf_value, q->value_width, q->num_features, cats, x_t, nrows, bg->x_t, bg->nrows,
 		x_margin, bg->margin, bg->output, bg->num_outputs, bg->link, bg->link_scale, bg->weight,
-		0, ts_iv_scale(bg, table_scale), 1.0 / bg->nrows, acc};
+		bg->group_start, bg->groups, 0, ts_iv_scale(bg, table_scale), 1.0 / bg->nrows, acc};
 
 	if (nrows <= 0 || q->num_chunks == 0 || bg->nrows <= 0)
 		return cudaSuccess;

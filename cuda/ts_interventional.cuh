@@ -15,9 +15,16 @@
 
 struct TsIvBackground;
 
-/* Copy a background to the current GPU, its rows feature-major; on failure nothing stays allocated. */
-cudaError_t ts_iv_upload(const TsGpuBackground *bg, int32_t num_features, int32_t num_outputs,
-						 TsIvBackground **out);
+/*
+ * Copy a background to the current GPU, its rows feature-major, and in
+ * margin space group its rows per path of q (bg->group_budget); on failure
+ * nothing stays allocated.
+ */
+cudaError_t ts_iv_upload(const TsGpuBackground *bg, const TsQuadTable *q, const uint32_t *cats,
+						 int32_t num_features, int32_t num_outputs, TsIvBackground **out);
+
+/* Device bytes of a background's groups (0 without them). */
+size_t		ts_iv_group_bytes(const TsIvBackground *bg);
 
 void		ts_iv_free(TsIvBackground *bg);
 

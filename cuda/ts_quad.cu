@@ -343,6 +343,7 @@ ts_quad_upload(const TsGpuQuadDesc *desc, int32_t num_features, int32_t num_outp
 
 	*out = nullptr;
 	q->num_chunks = desc->num_chunks;
+	q->num_paths = desc->num_paths;
 	q->max_points = desc->max_points;
 	q->value_width = desc->value_width > 1 ? desc->value_width : 1;
 	q->num_features = num_features;

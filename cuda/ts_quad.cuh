@@ -27,6 +27,7 @@ struct TsQuadTable
 	double	   *leaf_value;		/* K = 1: per layout path, its value; else nullptr */
 	int32_t		value_width;
 	int64_t		num_chunks;
+	int64_t		num_paths;
 	int32_t		max_points;
 	int32_t		max_slots;		/* most slots of any chunk */
 	int32_t		num_features;

@@ -277,8 +277,8 @@ ts_gpu_runner_create(const TsGpuTable *table, int32_t max_rows, TsGpuPrecision p
 		}
 		r->job.feature_slot = r->dev_slot;
 		if (r->job.kind == TS_GPU_JOB_INTERVENTIONAL &&
-			(rc = ts_iv_upload(r->job.background, table->num_features, table->num_outputs,
-							   &r->background)) != cudaSuccess)
+			(rc = ts_iv_upload(r->job.background, table->quad, table->cat_pool, table->num_features,
+							   table->num_outputs, &r->background)) != cudaSuccess)
 		{
 			ts_gpu_runner_free(r);
 			return ts_cuda_status(rc, "uploading the background", msg, msglen);
@@ -383,6 +383,12 @@ ts_gpu_runner_poll(TsGpuRunner *runner, int slot, char *msg, size_t msglen)
 	{
 		return ts_cuda_unexpected("ts_gpu_runner_poll", msg, msglen);
 	}
+}
+
+extern "C" size_t
+ts_gpu_runner_group_bytes(const TsGpuRunner *runner)
+{
+	return runner != nullptr ? ts_iv_group_bytes(runner->background) : 0;
 }
 
 extern "C" void

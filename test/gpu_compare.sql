@@ -141,7 +141,9 @@ SELECT format('gpu-compare predict: %s fixtures, %s (row, output) pairs; %s diff
 
 -- interventional values against a background (rows 1-40, the background every
 -- tenth row), margins and, where the link allows, probabilities: GPU against CPU,
--- and two GPU runs bitwise
+-- two GPU runs bitwise, and the GPU's other routes against the CPU too: every
+-- path's background grouped (background_grouping = always; auto groups only
+-- where that halves the visits) and every background row visited (never)
 CREATE FUNCTION pg_temp.interventional_all() RETURNS TABLE (fixture text, space text, id bigint,
                                                            output int, base_value float8,
                                                            shap_values float8[])
@@ -169,24 +171,36 @@ CREATE TEMP TABLE iv_cpu AS SELECT * FROM pg_temp.interventional_all();
 SET treeshap.device = gpu;
 CREATE TEMP TABLE iv_gpu AS SELECT * FROM pg_temp.interventional_all();
 CREATE TEMP TABLE iv_gpu_again AS SELECT * FROM pg_temp.interventional_all();
+SET treeshap.background_grouping = always;
+CREATE TEMP TABLE iv_gpu_groups AS SELECT * FROM pg_temp.interventional_all();
+SET treeshap.background_grouping = never;
+CREATE TEMP TABLE iv_gpu_rows AS SELECT * FROM pg_temp.interventional_all();
+RESET treeshap.background_grouping;
 
 CREATE TEMP TABLE iv_fixture AS
 SELECT c.fixture, c.space, count(*) AS rows,
        count(*) FILTER (WHERE g.fixture IS NULL) AS missing,
+       count(*) FILTER (WHERE r.fixture IS NULL OR x.fixture IS NULL) AS missing_rows,
        max(pg_temp.deviation(g.shap_values, g.base_value, c.shap_values, c.base_value)) AS dev,
+       max(pg_temp.deviation(r.shap_values, r.base_value, c.shap_values, c.base_value)) AS dev_rows,
+       max(pg_temp.deviation(x.shap_values, x.base_value, c.shap_values, c.base_value)) AS dev_groups,
        bool_and(array_send(g.shap_values) = array_send(a.shap_values)
                 AND float8send(g.base_value) = float8send(a.base_value)) AS bitwise_identical
   FROM iv_cpu c
   LEFT JOIN iv_gpu g USING (fixture, space, id, output)
   LEFT JOIN iv_gpu_again a USING (fixture, space, id, output)
+  LEFT JOIN iv_gpu_rows r USING (fixture, space, id, output)
+  LEFT JOIN iv_gpu_groups x USING (fixture, space, id, output)
  GROUP BY c.fixture, c.space;
 
-SELECT format('gpu-compare interventional: %s fixtures, %s in probability space, %s rows; worst deviation %s (%s); two runs bitwise identical: %s; %s',
+SELECT format('gpu-compare interventional: %s fixtures, %s in probability space, %s rows; worst deviation %s (%s); grouping always %s, never %s; two runs bitwise identical: %s; %s',
               count(DISTINCT fixture), count(*) FILTER (WHERE space = 'probability'), sum(rows),
               to_char(max(dev), '9.99EEEE'),
               (SELECT fixture || '/' || space FROM iv_fixture ORDER BY dev DESC NULLS FIRST LIMIT 1),
+              to_char(max(dev_groups), '9.99EEEE'), to_char(max(dev_rows), '9.99EEEE'),
               CASE WHEN bool_and(bitwise_identical) THEN 'yes' ELSE 'NO' END,
-              CASE WHEN sum(missing) = 0 AND max(dev) <= 1e-9 AND bool_and(bitwise_identical)
+              CASE WHEN sum(missing) + sum(missing_rows) = 0 AND max(dev) <= 1e-9 AND max(dev_rows) <= 1e-9 AND max(dev_groups) <= 1e-9
+                        AND bool_and(bitwise_identical)
                         AND count(DISTINCT fixture) = (SELECT count(*) FROM fx_list)
                    THEN 'PASS' ELSE 'FAIL' END) AS summary
   FROM iv_fixture;

@@ -300,6 +300,8 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 		h->background_offset = at;
 		h->background_rows = (int32) bg->nrows;
 		h->probability = bg->probability ? 1 : 0;
+		h->grouping = ts_background_grouping == TS_GROUPING_NEVER ? TS_GPU_GROUP_NEVER
+			: ts_background_grouping == TS_GROUPING_ALWAYS ? TS_GPU_GROUP_ALWAYS : TS_GPU_GROUP_AUTO;
 		write_background(h, bg);
 		at += ts_request_align(bg_bytes);
 	}

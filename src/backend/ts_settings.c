@@ -81,8 +81,8 @@ ts_settings_init(void)
 							&ts_background_plan_kb, 256 * 1024, 0, MAX_KILOBYTES,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomEnumVariable("treeshap.background_grouping",
-							 "Whether an interventional call on the CPU groups its background rows per path: auto, always or never.",
-							 "auto groups when the call's first batch has the rows to pay for it; never walks every tree per background row. The values agree to about 1e-15.",
+							 "Whether an interventional call groups its background rows per path: auto, always or never.",
+							 "On the CPU auto groups when the call's first batch has the rows to pay for it; the GPU groups in margin space unless never. never visits every background row. The values agree to about 1e-13.",
 							 &ts_background_grouping, TS_GROUPING_AUTO, grouping_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("treeshap.device",

@@ -329,6 +329,17 @@ ts_dev_runner_create(TsDevTable *table, int32_t max_rows, int32_t precision, con
 	return TS_GPU_OK;
 }
 
+size_t
+ts_dev_runner_group_bytes(const TsDevRunner *r)
+{
+#ifdef TS_WITH_CUDA
+	if (!emulated)
+		return ts_gpu_runner_group_bytes(r->gpu);
+#endif
+	(void) r;
+	return 0;
+}
+
 float *
 ts_dev_runner_input(TsDevRunner *r, int slot)
 {

@@ -54,6 +54,9 @@ extern size_t ts_dev_runner_bytes(const TsPathTable *pt, const TsGpuJob *job, in
 extern TsGpuStatus ts_dev_runner_create(TsDevTable *table, int32_t max_rows, int32_t precision,
 										const TsGpuJob *job, TsDevRunner **out, char *msg, size_t msglen);
 
+/* Device bytes a runner spent grouping its background (beyond ts_dev_runner_bytes). */
+extern size_t ts_dev_runner_group_bytes(const TsDevRunner *runner);
+
 /* A slot's input rows (max_rows x features float32). */
 extern float *ts_dev_runner_input(TsDevRunner *runner, int slot);
 

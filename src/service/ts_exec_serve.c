@@ -133,7 +133,7 @@ ts_exec_same_background(const TsGpuBackground *a, const TsGpuBackground *b, cons
 
 	if (a == NULL || b == NULL)
 		return a == b;
-	if (a->nrows != b->nrows || a->link != b->link)
+	if (a->nrows != b->nrows || a->link != b->link || a->grouping != b->grouping)
 		return false;
 	background_sizes(a, pt, &rows, &values);
 	return memcmp(a->x, b->x, rows) == 0 &&
@@ -167,6 +167,22 @@ keep_background(TsPlacement *p, const TsPathTable *pt)
 	p->job.background = &p->background;
 }
 
+/*
+ * Device bytes a new runner needing need bytes may add for its background's
+ * groups: what treeshap.gpu_memory_limit leaves, or without a limit all a
+ * device has (a grouping that does not fit is simply not made).
+ */
+static size_t
+group_budget(int device, size_t need)
+{
+	size_t		limit = memory_limit();
+	size_t		used = ts_resident_device_bytes(device) + need;
+
+	if (limit == 0)
+		return SIZE_MAX;
+	return limit > used ? limit - used : 0;
+}
+
 /* A new runner for the job on a placement, evicting others while the device is full. */
 static TsGpuStatus
 new_runner(TsResidentModel *m, int device, const TsGpuJob *job, int32_t precision, int32_t rows,
@@ -188,13 +204,14 @@ new_runner(TsResidentModel *m, int device, const TsGpuJob *job, int32_t precisio
 		p->job.feature_slot = p->feature_slot;
 	}
 	keep_background(p, m->paths);
+	p->background.group_budget = group_budget(device, need);
 	p->precision = precision;
 	p->max_rows = rows;
 	while ((rc = ts_dev_runner_create(p->table, rows, precision, &p->job, &p->runner, msg, msglen)) ==
 		   TS_GPU_OUT_OF_MEMORY && ts_resident_evict_placement(device, m))
 		;
 	if (rc == TS_GPU_OK)
-		p->runner_bytes = need;
+		p->runner_bytes = need + ts_dev_runner_group_bytes(p->runner);
 	else
 		ts_resident_drop_runner(p);
 	return rc;
@@ -380,6 +397,9 @@ ts_exec_background(const TsRequestHeader *h, TsResidentModel *m, TsGpuBackground
 	bg->nrows = h->background_rows;
 	bg->link = TS_GPU_LINK_NONE;
 	bg->rescale_bound = 1.0;
+	/* a grouped background is margin space's; its budget is set when a runner is made */
+	bg->grouping = h->probability || h->grouping < TS_GPU_GROUP_NEVER || h->grouping > TS_GPU_GROUP_ALWAYS
+		? TS_GPU_GROUP_NEVER : h->grouping;
 	if (!h->probability)
 		return true;
 	/* an exp link's bound walks every leaf: once per resident model, not per batch */

@@ -80,6 +80,7 @@ typedef struct TsRequestHeader
 	uint64_t	background_offset;
 	int32_t		background_rows;
 	int32_t		probability;
+	int32_t		grouping;		/* TsGpuGrouping: treeshap.background_grouping */
 
 	/* the answer */
 	int64_t		paths;			/* load: the resident model's paths */
