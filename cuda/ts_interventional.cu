@@ -139,6 +139,52 @@ unsatisfied(const IvArgs &a, const TsGpuQuadPath &p, const float *__restrict__ s
 	return mask;
 }
 
+/* Whether a background mask ur pairs with a row's mask ux: some hybrid reaches the leaf, and not all do. */
+__device__ __forceinline__ bool
+pairs_count(uint32_t ur, uint32_t ux)
+{
+	return (ur & ux) == 0 && (ur | ux) != 0;
+}
+
+/*
+ * Add c pairs of background mask ur to the sums of a row whose mask has b
+ * elements: each pair adds W[|A|][b] to every element of A (ur's) and
+ * W[b][|A|] to sum_b, which every element of B (ux's) loses.
+ */
+template <int D>
+__device__ __forceinline__ void
+add_pairs(uint32_t ur, int b, double c, const double *W, double &sum_b, double *sum_a)
+{
+	const int	na = __popc(ur);
+
+	if (b > 0)
+		sum_b = fma(c, W[b * kIvWeightSide + na], sum_b);
+	if (na > 0)
+	{
+		const double wa = c * W[na * kIvWeightSide + b];
+
+#pragma unroll
+		for (int k = 0; k < D; k++)
+			sum_a[k] += (ur >> k) & 1u ? wa : 0.0;
+	}
+}
+
+/* A path's sums, times v, into the row's slots of its elements. */
+template <int D>
+__device__ __forceinline__ void
+add_to_slots(const IvArgs &a, const TsGpuQuadPath &p, uint32_t ux, double v, double sum_b,
+			 const double *sum_a, double *acc)
+{
+#pragma unroll
+	for (int k = 0; k < D; k++)
+		if (k < p.d)
+		{
+			const int	slot = a.elems[p.elem + k].slot_flags & 0xffff;
+
+			acc[slot * kIvThreads] += v * ((ux >> k) & 1u ? -sum_b : sum_a[k]);
+		}
+}
+
 /*
  * One path of at most D elements for the thread's row: the pairs' weights
  * summed over the background, tile by tile, then added to the elements'
@@ -167,35 +213,11 @@ iv_path(const IvArgs &a, const TsGpuQuadPath &p, double v, int32_t row, int32_t 
 			masks[threadIdx.x] = unsatisfied<D>(a, p, a.bg_t, a.nbg, r0 + (int32_t) threadIdx.x);
 		__syncthreads();
 		for (int j = 0; j < n; j++)
-		{
-			const uint32_t ur = masks[j];
-			int			na;
-			double		c;
-
-			if ((ur & ux) != 0 || (ur | ux) == 0)
-				continue;		/* no hybrid reaches the leaf, or all do */
-			na = __popc(ur);
-			c = a.link != TS_GPU_LINK_NONE ? pair_rescale(a, r0 + j, output, mx, gx) : 1.0;
-			if (b > 0)
-				sum_b = fma(c, W[b * kIvWeightSide + na], sum_b);
-			if (na > 0)
-			{
-				const double wa = c * W[na * kIvWeightSide + b];
-
-#pragma unroll
-				for (int k = 0; k < D; k++)
-					sum_a[k] += (ur >> k) & 1u ? wa : 0.0;
-			}
-		}
+			if (pairs_count(masks[j], ux))
+				add_pairs<D>(masks[j], b, a.link != TS_GPU_LINK_NONE ? pair_rescale(a, r0 + j, output, mx, gx) : 1.0,
+							 W, sum_b, sum_a);
 	}
-#pragma unroll
-	for (int k = 0; k < D; k++)
-		if (k < p.d)
-		{
-			const int	slot = a.elems[p.elem + k].slot_flags & 0xffff;
-
-			acc[slot * kIvThreads] += v * ((ux >> k) & 1u ? -sum_b : sum_a[k]);
-		}
+	add_to_slots<D>(a, p, ux, v, sum_b, sum_a, acc);
 }
 
 /*
@@ -220,32 +242,11 @@ iv_path_grouped(const IvArgs &a, const TsGpuQuadPath &p, int64_t pi, double v, i
 	for (int64_t g = __ldg(a.group_start + pi); g < end; g++)
 	{
 		const uint2 group = __ldg(a.groups + g);
-		const uint32_t ur = group.x;
-		const double c = (double) group.y;
-		int			na;
 
-		if ((ur & ux) != 0 || (ur | ux) == 0)
-			continue;
-		na = __popc(ur);
-		if (b > 0)
-			sum_b = fma(c, W[b * kIvWeightSide + na], sum_b);
-		if (na > 0)
-		{
-			const double wa = c * W[na * kIvWeightSide + b];
-
-#pragma unroll
-			for (int k = 0; k < D; k++)
-				sum_a[k] += (ur >> k) & 1u ? wa : 0.0;
-		}
+		if (pairs_count(group.x, ux))
+			add_pairs<D>(group.x, b, (double) group.y, W, sum_b, sum_a);
 	}
-#pragma unroll
-	for (int k = 0; k < D; k++)
-		if (k < p.d)
-		{
-			const int	slot = a.elems[p.elem + k].slot_flags & 0xffff;
-
-			acc[slot * kIvThreads] += v * ((ux >> k) & 1u ? -sum_b : sum_a[k]);
-		}
+	add_to_slots<D>(a, p, ux, v, sum_b, sum_a, acc);
 }
 
 /* iv_path with the smallest D of 8, 16, 32 that holds the path, up to DMAX; grouped where it can. */
