@@ -4,7 +4,8 @@
 # 250 rows, so that the service merges their requests into shared launches
 # and splits them over its devices. Each row's values must be bitwise those
 # of one session explaining every row alone, within 1e-9 of the CPU path,
-# and the service must have merged launches (treeshap.gpu_status). Needs a
+# and the service must have merged launches (treeshap.gpu_status). A lone
+# request cut into launches is cut into a multiple of the devices' count. Needs a
 # running server with pg_treeshap preloaded and a device (PG* variables).
 set -u
 cd "$(dirname "$0")/.."
@@ -13,7 +14,8 @@ q() { psql -X -At -v ON_ERROR_STOP=1 "$@"; }
 fail=0
 check() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fail=1; fi; }
 
-if [ "$(q -c "SELECT count(device) FROM treeshap.gpu_status")" = 0 ]; then
+devices=$(q -c "SELECT count(device) FROM treeshap.gpu_status")
+if [ "$devices" = 0 ]; then
   echo "batching-check: the GPU service has no device; skipped"
   exit 0
 fi
@@ -37,6 +39,15 @@ EOF
        -c "CREATE TABLE bc_cpu_$f AS SELECT row_key AS id, output, shap_values AS v FROM treeshap.explain_shap_wide('bc_$f', '$query')"
   q -q -c "SET treeshap.match_columns = position" -c "SET treeshap.device = gpu" -c "SET treeshap.batch_rows = 250" \
        -c "CREATE TABLE bc_solo_$f AS SELECT row_key AS id, output, shap_values AS v FROM treeshap.explain_shap_wide('bc_$f', '$query')"
+  # one request of 3,000 rows alone, cut into launches: a multiple of the devices' count of
+  # equal pieces, so that the devices end it together (13 unequal pieces left one device
+  # the last on two GPUs); with emulated devices it is cut, into 6 pieces (5 before)
+  launches=$(q -c "SELECT max(launches) FROM treeshap.gpu_status")
+  q -q -c "SET treeshap.match_columns = position" -c "SET treeshap.device = gpu" -c "SET treeshap.batch_rows = 20000" \
+       -c "SELECT count(*) FROM treeshap.explain_shap_wide('bc_$f', '$query ORDER BY id LIMIT 3000')" >/dev/null
+  launches=$(( $(q -c "SELECT max(launches) FROM treeshap.gpu_status") - launches ))
+  check "$([ "$launches" = 1 ] || [ $((launches % devices)) = 0 ] && echo 0 || echo 1)" \
+    "$f: one request of 3,000 rows took $launches launches: one, or a multiple of the $devices devices"
   before=$(q -c "SELECT max(merged_launches) FROM treeshap.gpu_status")
   for s in 0 1 2 3 4 5 6 7; do
     q -q -c "SET treeshap.match_columns = position" -c "SET treeshap.device = gpu" -c "SET treeshap.batch_rows = 250" \
