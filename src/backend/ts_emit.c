@@ -26,7 +26,25 @@ struct TsTupleTemplate
 	char	   *data;			/* the tuple's column bytes */
 	TupleTableSlot *slot;		/* hands the tuple to the tuplestore */
 	int			offsets[TS_TEMPLATE_MAX_COLUMNS];
+	char	   *elements;		/* wide rows: the float8[] column's elements, in the tuple */
+	int32		num_elements;
 };
+
+/* The offsets heap_fill_tuple gives desc's first n columns, all fixed-width: each at its alignment. */
+static void
+fixed_offsets(TupleDesc desc, int n, int *offsets)
+{
+	int			offset = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		offset = att_align_nominal(offset, att->attalign);
+		offsets[i] = offset;
+		offset += att->attlen;
+	}
+}
 
 /* A template for desc's rows, or NULL when a column is not fixed-width by value. */
 static TsTupleTemplate *
@@ -35,25 +53,16 @@ template_create(TupleDesc desc)
 	TsTupleTemplate *t;
 	Datum		values[TS_TEMPLATE_MAX_COLUMNS] = {0};
 	bool		nulls[TS_TEMPLATE_MAX_COLUMNS] = {0};
-	int			offset = 0;
 
 	if (desc->natts > TS_TEMPLATE_MAX_COLUMNS)
 		return NULL;
 	for (int i = 0; i < desc->natts; i++)
 		if (!TupleDescAttr(desc, i)->attbyval || TupleDescAttr(desc, i)->attlen <= 0)
 			return NULL;
-	t = palloc(sizeof(TsTupleTemplate));
+	t = palloc0(sizeof(TsTupleTemplate));
 	t->tuple = heap_form_minimal_tuple(desc, values, nulls);
 	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
-	/* the offsets heap_fill_tuple gave: each column at its alignment, no NULLs */
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		offset = att_align_nominal(offset, att->attalign);
-		t->offsets[i] = offset;
-		offset += att->attlen;
-	}
+	fixed_offsets(desc, desc->natts, t->offsets);
 	t->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	return t;
 }
@@ -119,6 +128,65 @@ float8_array(const double *values, int32 n)
 	return a;
 }
 
+/*
+ * A template for wide rows (key, output, base_value, shap_values) whose key
+ * is fixed-width by value: the array of n doubles has the same size in
+ * every row, so the tuple's layout is fixed and each row writes the key,
+ * output, base value and elements in place. The layout is found by
+ * reading a tuple PostgreSQL formed, and checked by reading back a row
+ * written through it; NULL when the columns or the check disagree.
+ */
+static TsTupleTemplate *
+wide_template_create(TupleDesc desc, int32 n)
+{
+	TsTupleTemplate *t;
+	Datum		values[4] = {0};
+	bool		nulls[4] = {0};
+	double	   *probe;
+	bool		ok;
+	char	   *array;
+
+	if (desc->natts != 4 || n < 1 || TupleDescAttr(desc, 3)->atttypid != FLOAT8ARRAYOID)
+		return NULL;
+	for (int i = 0; i < 3; i++)
+		if (!TupleDescAttr(desc, i)->attbyval || TupleDescAttr(desc, i)->attlen <= 0)
+			return NULL;
+	probe = palloc(sizeof(double) * n);
+	for (int32 j = 0; j < n; j++)
+		probe[j] = j + 0.5;
+	t = palloc0(sizeof(TsTupleTemplate));
+	values[3] = PointerGetDatum(float8_array(probe, n));
+	t->tuple = heap_form_minimal_tuple(desc, values, nulls);
+	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
+	fixed_offsets(desc, 3, t->offsets);
+	t->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	/* where the elements lie: after the array's header, short (1 byte) or not (4) */
+	ExecStoreMinimalTuple(t->tuple, t->slot, false);
+	slot_getallattrs(t->slot);
+	array = DatumGetPointer(t->slot->tts_values[3]);
+	t->elements = VARDATA_ANY(array) + ARR_OVERHEAD_NONULLS(1) - VARHDRSZ;
+	t->num_elements = n;
+	ok = t->elements > t->data && memcmp(t->elements, probe, sizeof(double) * n) == 0 &&
+		t->elements + sizeof(double) * n <= (char *) t->tuple + t->tuple->t_len;
+	pfree(probe);
+	pfree(DatumGetPointer(values[3]));
+	if (!ok)
+		return NULL;
+	return t;
+}
+
+/* Add a wide row through its template: key, output, base value, elements written in place. */
+static void
+wide_put(TsTupleTemplate *t, Tuplestorestate *store, TupleDesc desc, const Datum *values,
+		 const double *elements)
+{
+	for (int i = 0; i < 3; i++)
+		store_att_byval(t->data + t->offsets[i], values[i], TupleDescAttr(desc, i)->attlen);
+	memcpy(t->elements, elements, sizeof(double) * t->num_elements);
+	ExecStoreMinimalTuple(t->tuple, t->slot, false);
+	tuplestore_puttupleslot(store, t->slot);
+}
+
 /* Emit the result rows of one input row from its contributions (outputs x (features + 1)). */
 static void
 emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
@@ -128,6 +196,11 @@ emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 	Datum		values[4];
 	bool		nulls[4] = {key_null, false, false, false};
 
+	if (em->kind == TS_RESULT_WIDE && !em->template_tried)
+	{
+		em->template = wide_template_create(em->desc, nf);
+		em->template_tried = true;
+	}
 	values[0] = key;
 	for (int32 k = 0; k < m->num_outputs; k++)
 	{
@@ -137,6 +210,11 @@ emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 		if (em->kind == TS_RESULT_WIDE)
 		{
 			values[2] = Float8GetDatum(phi[nf]);
+			if (em->template != NULL && !key_null)
+			{
+				wide_put(em->template, em->store, em->desc, values, phi);
+				continue;
+			}
 			values[3] = PointerGetDatum(float8_array(phi, nf));
 			tuplestore_putvalues(em->store, em->desc, values, nulls);
 			pfree(DatumGetPointer(values[3]));

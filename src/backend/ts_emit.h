@@ -50,7 +50,7 @@ typedef struct TsEmitter
 	int64		rows;			/* importance: rows seen */
 	const TsBackground *background;	/* interventional SHAP against it; NULL for path-dependent */
 	bool		probability;	/* values explain the linked output (interventional only) */
-	TsTupleTemplate *template;	/* predict: rows of fixed-width columns, NULL when not */
+	TsTupleTemplate *template;	/* predict, wide: the reused result tuple, NULL when none fits */
 	bool		template_tried;
 } TsEmitter;
 
