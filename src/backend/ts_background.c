@@ -84,6 +84,8 @@ ts_background_plan(const TsPathTable *pt, const TsBackground *bg, int threads)
 
 	if (ts_background_plan_kb == 0)
 		return NULL;
+	/* the call's own background: its columns are made here, for the grouped route alone */
+	ts_background_add_columns(unconstify(TsBackground *, bg));
 	b.scratch_bytes = MAXALIGN(ts_iv_plan_build_scratch(bg));
 	b.scratch = palloc_extended(b.scratch_bytes * threads, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	b.ngroups = palloc_extended(sizeof(int64) * Max(pt->num_paths, 1), MCXT_ALLOC_HUGE);

@@ -113,10 +113,6 @@ ts_background_create(const TsModel *m, const float *x, int64_t nrows, bool proba
 	bg->probability = probability;
 	bg->x = ts_alloc(sizeof(float) * nf * nrows);
 	memcpy(bg->x, x, sizeof(float) * nf * nrows);
-	bg->columns = ts_alloc(sizeof(float) * nf * nrows);
-	for (int64_t j = 0; j < nrows; j++)
-		for (size_t f = 0; f < nf; f++)
-			bg->columns[f * nrows + j] = x[j * nf + f];
 	bg->margin = ts_alloc(sizeof(double) * no * nrows);
 	bg->output = ts_alloc(sizeof(double) * no * nrows);
 	bg->base = ts_alloc0(sizeof(double) * no);
@@ -134,6 +130,20 @@ ts_background_create(const TsModel *m, const float *x, int64_t nrows, bool proba
 		bg->max_sets = TS_WEIGHT_TABLE_MAX;
 	fill_weights(bg);
 	return bg;
+}
+
+void
+ts_background_add_columns(TsBackground *bg)
+{
+	size_t		nf = (size_t) bg->model->num_features;
+	size_t		rows = (size_t) bg->nrows;
+
+	if (bg->columns != NULL)
+		return;
+	bg->columns = ts_alloc(sizeof(float) * nf * rows);
+	for (size_t j = 0; j < rows; j++)
+		for (size_t f = 0; f < nf; f++)
+			bg->columns[f * rows + j] = bg->x[j * nf + f];
 }
 
 void

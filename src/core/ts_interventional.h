@@ -30,7 +30,8 @@ typedef struct TsBackground
 	const TsModel *model;
 	int64_t		nrows;
 	float	   *x;				/* nrows x features, input rules applied */
-	float	   *columns;		/* the same by feature: features x nrows */
+	float	   *columns;		/* the same by feature, features x nrows, for the grouped
+								 * route only (ts_background_add_columns); else NULL */
 	double	   *output;			/* nrows x outputs: margin, or linked when probability */
 	double	   *margin;			/* nrows x outputs, margin space */
 	double	   *base;			/* per output: the mean of output over the rows */
@@ -109,6 +110,9 @@ extern bool ts_interventional_link_ok(const TsModel *m);
  */
 extern TsBackground *ts_background_create(const TsModel *m, const float *x, int64_t nrows,
 										  bool probability);
+
+/* Its rows by feature (columns), once: what grouping per path reads, one column per element. */
+extern void ts_background_add_columns(TsBackground *bg);
 
 extern void ts_background_free(TsBackground *bg);
 

@@ -41,7 +41,7 @@ typedef struct TsIvPlan
 /* Bytes of working memory one thread needs to build a plan for this background (zeroed before first use). */
 extern size_t ts_iv_plan_build_scratch(const TsBackground *bg);
 
-/* Groups of paths [first, first + count) into ngroups (0 for a long path). */
+/* Groups of paths [first, first + count) into ngroups (0 for a long path); bg's columns made first. */
 extern void ts_iv_plan_count(const TsPathTable *pt, const TsBackground *bg, int64_t first,
 							 int64_t count, void *scratch, int64_t *ngroups);
 
