@@ -20,7 +20,8 @@ typedef enum TsGpuStatus
 	TS_GPU_NO_DEVICE = 1,		/* no usable GPU or driver: not an error for callers */
 	TS_GPU_ERROR = 2,
 	TS_GPU_OUT_OF_MEMORY = 3,	/* device or pinned host memory exhausted */
-	TS_GPU_NOT_READY = 4		/* a batch is still running */
+	TS_GPU_NOT_READY = 4,		/* a batch is still running */
+	TS_GPU_UNUSABLE = 5			/* a GPU this build cannot run on: its architecture, or the driver */
 } TsGpuStatus;
 
 typedef struct TsGpuDeviceInfo
@@ -33,11 +34,21 @@ typedef struct TsGpuDeviceInfo
 	int			multiprocessors;
 } TsGpuDeviceInfo;
 
-/* Number of visible GPUs; initialises the CUDA runtime in the calling process. */
+/*
+ * Number of visible GPUs; initialises the CUDA runtime in the calling process.
+ * TS_GPU_UNUSABLE when the driver is older than the build's CUDA runtime needs.
+ */
 TsGpuStatus ts_gpu_device_count(int *count, char *msg, size_t msglen);
 
 /* Properties of one GPU. */
 TsGpuStatus ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size_t msglen);
+
+/*
+ * Whether this build holds code a GPU can run (a cubin of its architecture,
+ * or PTX of an older one): TS_GPU_UNUSABLE, with the build's targets in msg,
+ * when it holds none.
+ */
+TsGpuStatus ts_gpu_device_runnable(int index, char *msg, size_t msglen);
 
 /*
  * Make a GPU current for the calling thread: tables are uploaded to the

@@ -9,6 +9,38 @@
 
 #include "ts_cuda_status.h"
 
+#ifndef TS_CUDA_TARGETS
+#define TS_CUDA_TARGETS "(unknown targets)"
+#endif
+
+/* Nothing: asking for its attributes tells whether the build has code for a device. */
+__global__ void
+ts_probe_kernel()
+{
+}
+
+/* Say which CUDA the driver supports and which the build's runtime needs (a driver of none: no GPU). */
+static TsGpuStatus
+old_driver(int *count, char *msg, size_t msglen)
+{
+	int			driver = 0,
+				runtime = 0;
+
+	cudaGetLastError();
+	*count = 0;
+	cudaDriverGetVersion(&driver);
+	cudaRuntimeGetVersion(&runtime);
+	if (driver == 0)
+	{
+		snprintf(msg, msglen, "no NVIDIA driver is installed");
+		return TS_GPU_NO_DEVICE;
+	}
+	snprintf(msg, msglen,
+			 "the NVIDIA driver supports CUDA %d.%d, older than the CUDA %d.%d runtime this build links needs: update the driver",
+			 driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+	return TS_GPU_UNUSABLE;
+}
+
 extern "C" TsGpuStatus
 ts_gpu_device_count(int *count, char *msg, size_t msglen)
 {
@@ -16,6 +48,8 @@ ts_gpu_device_count(int *count, char *msg, size_t msglen)
 	{
 		cudaError_t rc = cudaGetDeviceCount(count);
 
+		if (rc == cudaErrorInsufficientDriver)
+			return old_driver(count, msg, msglen);
 		if (rc != cudaSuccess)
 		{
 			*count = 0;
@@ -51,6 +85,31 @@ ts_gpu_device_info(int index, TsGpuDeviceInfo *info, char *msg, size_t msglen)
 	catch (...)
 	{
 		return ts_cuda_unexpected("ts_gpu_device_info", msg, msglen);
+	}
+}
+
+extern "C" TsGpuStatus
+ts_gpu_device_runnable(int index, char *msg, size_t msglen)
+{
+	try
+	{
+		cudaFuncAttributes attr;
+		cudaError_t rc = cudaSetDevice(index);
+
+		if (rc == cudaSuccess)
+			rc = cudaFuncGetAttributes(&attr, ts_probe_kernel);
+		if (rc == cudaErrorNoKernelImageForDevice || rc == cudaErrorInvalidDeviceFunction
+			|| rc == cudaErrorUnsupportedPtxVersion)
+		{
+			cudaGetLastError();
+			snprintf(msg, msglen, "this build has no code it can run (built for %s)", TS_CUDA_TARGETS);
+			return TS_GPU_UNUSABLE;
+		}
+		return rc == cudaSuccess ? TS_GPU_OK : ts_cuda_status(rc, "cudaFuncGetAttributes", msg, msglen);
+	}
+	catch (...)
+	{
+		return ts_cuda_unexpected("ts_gpu_device_runnable", msg, msglen);
 	}
 }
 

@@ -113,7 +113,7 @@ shap_kernel(const TsGpuLane *__restrict__ lanes, int64_t num_bins,
 		for (int64_t bin = bin_lo + warp; bin < bin_hi; bin += kWarps)
 		{
 			const TsGpuLane e = lanes[bin * TS_GPU_LANES + lane];
-			const int	maxlen = __reduce_max_sync(kFullMask, e.len);
+			const int	maxlen = warp_max(kFullMask, e.len);
 
 			for (int r = 0; r < nr; r += kRowsTogether)
 			{

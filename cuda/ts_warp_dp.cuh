@@ -18,6 +18,23 @@ namespace ts_warp
 constexpr int kRowsTogether = 4;	/* rows a warp carries through the DP at once (ILP) */
 constexpr unsigned kFullMask = 0xffffffffu;
 
+/*
+ * The largest v of the warp's lanes in mask, on every lane of it: one
+ * instruction from sm_80 (Ampere) on, a butterfly of shuffles before (Turing),
+ * which needs the whole warp in the mask.
+ */
+__device__ __forceinline__ int
+warp_max(unsigned mask, int v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	return __reduce_max_sync(mask, v);
+#else
+	for (int offset = 16; offset > 0; offset /= 2)
+		v = max(v, __shfl_xor_sync(mask, v, offset));
+	return v;
+#endif
+}
+
 /* Category x (present) in a set of src/base/ts_catset.h: bits, outside flag, words. */
 __device__ __forceinline__ bool
 category_in(const uint32_t *__restrict__ set, float x)

@@ -7,8 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 bash test/deps.sh
+# the PostgreSQL is the one PG_CONFIG names, as for PGXS (default: the machine's)
+export PG_CONFIG=${PG_CONFIG:-pg_config}
 make -s -j2
-$SUDO make -s install >/dev/null
+$SUDO make -s install PG_CONFIG="$PG_CONFIG" >/dev/null
 source test/cluster.sh
 
 psql -X -q -v ON_ERROR_STOP=1 <<'SQL'

@@ -1,14 +1,16 @@
 #!/bin/bash
-# Source this file: starts a throwaway PostgreSQL 15 cluster in a temporary
-# directory (as user postgres when run by root, since PostgreSQL refuses
+# Source this file: starts a throwaway PostgreSQL cluster (the one PG_CONFIG
+# names, default the machine's) in a temporary directory (as user postgres when run by root, since PostgreSQL refuses
 # root), exports PGHOST/PGPORT/PGUSER/PGDATABASE for psql, pg_regress and
 # pg_prove, and stops and removes the cluster when the shell exits.
 # Extra server settings, one per line, @CLUSTER@ standing for the cluster's
 # directory (its socket): TS_PG_CONF="shared_preload_libraries='pg_cron'".
 
-PGBIN=${PGBIN:-$(pg_config --bindir)}
+PGBIN=${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}
 # libpq-dev's pg_config reports /usr/bin, which has no initdb
 [ -x "$PGBIN/initdb" ] || PGBIN=/usr/lib/postgresql/15/bin
+# the server's own client programs first: psql (and pg_prove through it), pg_dump
+export PATH="$PGBIN:$PATH"
 TS_CLUSTER=$(mktemp -d /tmp/pg_treeshap.XXXXXX)
 TS_PGPORT=${TS_PGPORT:-54329}
 if [ "$(id -u)" = 0 ]; then
@@ -16,6 +18,12 @@ if [ "$(id -u)" = 0 ]; then
     ts_as_owner() { runuser -u postgres -- "$@"; }
 else
     ts_as_owner() { "$@"; }
+fi
+
+# a relocatable install (test/pg_server.sh) carries its libpq, which its own
+# modules (dblink) need and whose RUNPATH names where it was built
+if [ -f "$PGBIN/../lib/libpq.so.5" ]; then
+    export LD_LIBRARY_PATH="$(cd "$PGBIN/../lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
 ts_cluster_stop() {

@@ -7,7 +7,9 @@
 # explain_into jobs mid-run (test/jobs_check.py, when psycopg2 is importable).
 # Every GPU computation runs in the GPU service, so pg_treeshap must be in
 # shared_preload_libraries; the check ends by counting the processes that
-# hold a CUDA context (nvidia-smi): the service's executor alone.
+# hold a CUDA context (nvidia-smi): the service's executor alone. With
+# TS_PG_RESTART (a command that restarts the server) it goes on to builds for
+# other GPUs (test/gpu_arch_check.sh).
 set -u
 cd "$(dirname "$0")/.."
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -17,7 +19,9 @@ psql -X -At -c "SHOW shared_preload_libraries" | grep -q pg_treeshap \
 
 echo "== build with nvcc and install"
 make -s clean
+t0=$(date +%s.%N)
 make -s -j"$(nproc)" PG_CONFIG="$PG_CONFIG" WITH_CUDA=yes || exit 1
+echo "build time (default architectures): $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }") s on $(nproc) cores"
 make -s PG_CONFIG="$PG_CONFIG" install >/dev/null || exit 1
 psql -X -q -c "DROP EXTENSION IF EXISTS pg_treeshap CASCADE" -c "DROP EXTENSION IF EXISTS pgtap"
 psql -X -At -c "CREATE EXTENSION pg_treeshap" \
@@ -64,6 +68,13 @@ if python3 -c "import psycopg2" 2>/dev/null; then
   TS_JOBS_ROWS=${TS_JOBS_ROWS:-400000} TS_JOBS_BATCH=${TS_JOBS_BATCH:-5000} python3 test/jobs_check.py || status=1
 else
   echo "psycopg2 is not importable: skipped"
+fi
+
+echo "== builds for other GPUs: compute_75 PTX alone; an sm_80 cubin alone, which this GPU cannot run"
+if [ -n "${TS_PG_RESTART:-}" ]; then
+  bash test/gpu_arch_check.sh || status=1
+else
+  echo "SKIPPED: set TS_PG_RESTART to the command that restarts this server"
 fi
 
 echo "gpu-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"

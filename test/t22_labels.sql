@@ -43,7 +43,11 @@ SET LOCAL parallel_setup_cost = 0;
 SET LOCAL parallel_tuple_cost = 0;
 SET LOCAL min_parallel_table_scan_size = 0;
 SET LOCAL max_parallel_workers_per_gather = 2;
-SET LOCAL force_parallel_mode = on;
+-- force_parallel_mode is debug_parallel_query from PostgreSQL 16 on
+DO $$ BEGIN
+    PERFORM set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                            THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'on', true);
+END $$;
 CREATE FUNCTION pg_temp.plan_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     line text;

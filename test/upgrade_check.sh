@@ -12,7 +12,7 @@ q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$@"; }
 
 default=$(sed -n "s/^default_version = '\(.*\)'/\1/p" pg_treeshap.control)
 check "the fresh script of the default version is installed" \
-  "$(ls "$(pg_config --sharedir)/extension/pg_treeshap--$default.sql" >/dev/null && echo yes)" "yes"
+  "$(ls "$("${PG_CONFIG:-pg_config}" --sharedir)/extension/pg_treeshap--$default.sql" >/dev/null && echo yes)" "yes"
 
 psql -X -q -c "CREATE DATABASE upgraded" -c "CREATE DATABASE fresh"
 q upgraded -c "CREATE EXTENSION pg_treeshap VERSION '0.1.0'" \

@@ -6,6 +6,7 @@
 #define TS_CATALOG_H
 
 #include "core/ts_paths.h"
+#include "service/ts_pg_compat.h"
 
 typedef struct TsCachedModel TsCachedModel;
 
@@ -55,6 +56,6 @@ extern void ts_categorical_arrays(const TsModel *m, Datum *names, Datum *counts,
 extern bytea *ts_model_bytes(const TsCachedModel *entry);
 
 /* Report a core error as an ERROR with the SQLSTATE of its class. */
-extern void ts_report_core_error(const TsError *err, const char *context) pg_attribute_noreturn();
+pg_noreturn extern void ts_report_core_error(const TsError *err, const char *context);
 
 #endif							/* TS_CATALOG_H */

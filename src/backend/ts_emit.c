@@ -12,6 +12,7 @@
 
 #include "backend/ts_emit.h"
 #include "core/ts_topk.h"
+#include "service/ts_pg_compat.h"
 
 /*
  * A result tuple reused row after row, for results whose columns are all
@@ -60,7 +61,7 @@ template_create(TupleDesc desc)
 		if (!TupleDescAttr(desc, i)->attbyval || TupleDescAttr(desc, i)->attlen <= 0)
 			return NULL;
 	t = palloc0(sizeof(TsTupleTemplate));
-	t->tuple = heap_form_minimal_tuple(desc, values, nulls);
+	t->tuple = ts_form_minimal_tuple(desc, values, nulls);
 	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
 	fixed_offsets(desc, desc->natts, t->offsets);
 	t->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
@@ -156,7 +157,7 @@ wide_template_create(TupleDesc desc, int32 n)
 		probe[j] = j + 0.5;
 	t = palloc0(sizeof(TsTupleTemplate));
 	values[3] = PointerGetDatum(float8_array(probe, n));
-	t->tuple = heap_form_minimal_tuple(desc, values, nulls);
+	t->tuple = ts_form_minimal_tuple(desc, values, nulls);
 	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
 	fixed_offsets(desc, 3, t->offsets);
 	t->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);

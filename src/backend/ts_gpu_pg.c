@@ -21,6 +21,7 @@
 #include "core/ts_topk.h"
 #include "cuda/ts_cuda.h"
 #include "service/ts_executor.h"
+#include "service/ts_pg_compat.h"
 #include "service/ts_request.h"
 #include "service/ts_service.h"
 
@@ -503,6 +504,24 @@ ts_gpu_interventional_ok(const TsModel *m, bool probability)
 	return !probability || (ts_interventional_link_ok(m) && ts_interventional_rescale_bound(m) > 0.0);
 }
 
+/*
+ * Say once a session that a GPU is there but this build cannot use it, so auto
+ * computes on the CPU (a server with no GPU at all expects that and hears nothing).
+ */
+static void
+notice_cpu_fallback(const TsServiceStatus *st)
+{
+	static bool said = false;
+
+	if (said)
+		return;
+	said = true;
+	ereport(NOTICE,
+			(errmsg("treeshap.device is auto and the GPU cannot be used: computing on the CPU"),
+			 errdetail("%s", st->found.message),
+			 errhint("treeshap.gpu_status shows the service's devices.")));
+}
+
 bool
 ts_device_use_gpu(bool batches)
 {
@@ -512,7 +531,11 @@ ts_device_use_gpu(bool batches)
 		return false;
 	ts_service_status(&st);
 	if (ts_device == TS_DEVICE_AUTO)
+	{
+		if (batches && st.state == TS_SERVICE_NO_DEVICE && st.found.unusable > 0)
+			notice_cpu_fallback(&st);
 		return batches && st.state == TS_SERVICE_READY;
+	}
 	if (st.state == TS_SERVICE_NOT_LOADED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -23,6 +23,7 @@
 #include "utils/snapmgr.h"
 
 #include "backend/ts_batch.h"
+#include "service/ts_pg_compat.h"
 
 /* Rows converted between two looks at interrupts: a fraction of a millisecond. */
 #define TS_SCAN_INTERRUPT_ROWS 1024
@@ -93,21 +94,16 @@ add_column(Bitmapset *columns, int attno)
 static void
 check_select_privilege(const TsBatchReader *r)
 {
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	Bitmapset  *columns = NULL;
 
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(r->rel);
-	rte->relkind = r->rel->rd_rel->relkind;
-	rte->rellockmode = AccessShareLock;
-	rte->requiredPerms = ACL_SELECT;
 	/* the whole row is column 0 of the set, as the parser marks it */
 	if (r->key_attno == TS_KEY_WHOLE_ROW)
-		rte->selectedCols = add_column(rte->selectedCols, -1);
+		columns = add_column(columns, -1);
 	else if (r->key_attno >= 0)
-		rte->selectedCols = add_column(rte->selectedCols, r->key_attno);
+		columns = add_column(columns, r->key_attno);
 	for (int32 j = 0; j < r->model->num_features; j++)
-		rte->selectedCols = add_column(rte->selectedCols, r->feature_attno[j]);
-	ExecCheckRTPerms(list_make1(rte), true);
+		columns = add_column(columns, r->feature_attno[j]);
+	ts_check_select_columns(RelationGetRelid(r->rel), r->rel->rd_rel->relkind, columns);
 }
 
 /* An alias for the table that no column is named (a whole-row reference must not resolve to a column). */

@@ -97,33 +97,80 @@ probe_emulated(int emulate, TsExecutorReport *r)
 	return r->num_devices;
 }
 
+/* Describe a GPU this build has no code for, as an sm_80-only build sees an H100 (for tests). */
+static int
+probe_unusable(TsExecutorReport *r)
+{
+	r->unusable = 1;
+	snprintf(r->message, sizeof(r->message),
+			 "GPU 0 (emulated device, compute capability 9.0): this build has no code it can run "
+			 "(built for sm_80); rebuild with make CUDA_ARCHS=90");
+	return 0;
+}
+
+#ifdef TS_WITH_CUDA
+/*
+ * Add GPU i to the report when this build can run on it; else count it as
+ * unusable and say why, naming the device and the architecture to build for.
+ */
+static void
+probe_device(int i, TsExecutorReport *r)
+{
+	TsGpuDeviceInfo *d = &r->devices[r->num_devices];
+	char		why[sizeof(r->message)];
+
+	if (ts_gpu_device_info(i, d, r->message, sizeof(r->message)) != TS_GPU_OK)
+		return;
+	switch (ts_gpu_device_runnable(i, why, sizeof(why)))
+	{
+		case TS_GPU_OK:
+			r->num_devices++;
+			return;
+		case TS_GPU_UNUSABLE:
+			r->unusable++;
+			snprintf(r->message, sizeof(r->message),
+					 "GPU %d (%s, compute capability %d.%d): %s; rebuild with make CUDA_ARCHS=%d%d",
+					 i, d->name, d->compute_major, d->compute_minor, why, d->compute_major, d->compute_minor);
+			return;
+		default:
+			snprintf(r->message, sizeof(r->message), "GPU %d (%s): %s", i, d->name, why);
+			return;
+	}
+}
+#endif
+
+/* Find the GPUs this build can run on (a message says why there are none, or why some are left out). */
+static int
+probe_cuda(TsExecutorReport *r)
+{
+#ifdef TS_WITH_CUDA
+	int			count = 0;
+	TsGpuStatus rc = ts_gpu_device_count(&count, r->message, sizeof(r->message));
+
+	if (rc == TS_GPU_UNUSABLE)
+		r->unusable = 1;
+	for (int i = 0; rc == TS_GPU_OK && i < count && r->num_devices < TS_EXECUTOR_MAX_DEVICES; i++)
+		probe_device(i, r);
+	/* no driver, or a driver that sees no GPU, is not an error: say which */
+	if (r->num_devices == 0 && r->message[0] == '\0')
+		snprintf(r->message, sizeof(r->message), "no GPU is visible to the CUDA runtime");
+	if (r->num_devices > 0 && r->unusable == 0)
+		r->message[0] = '\0';
+#else
+	snprintf(r->message, sizeof(r->message), "pg_treeshap was built without CUDA");
+#endif
+	return r->num_devices;
+}
+
 int
 ts_dev_probe(int emulate, TsExecutorReport *r)
 {
 	memset(r, 0, sizeof(*r));
 	if (emulate > 0)
 		return probe_emulated(emulate, r);
-#ifdef TS_WITH_CUDA
-	{
-		int			count = 0;
-		TsGpuStatus rc = ts_gpu_device_count(&count, r->message, sizeof(r->message));
-
-		for (int i = 0; rc == TS_GPU_OK && i < count && r->num_devices < TS_EXECUTOR_MAX_DEVICES; i++)
-		{
-			if (ts_gpu_device_info(i, &r->devices[r->num_devices], r->message, sizeof(r->message)) != TS_GPU_OK)
-				break;
-			r->num_devices++;
-		}
-		/* no driver, or a driver that sees no GPU, is not an error: say which */
-		if (r->num_devices == 0 && r->message[0] == '\0')
-			snprintf(r->message, sizeof(r->message), "no GPU is visible to the CUDA runtime");
-		if (r->num_devices > 0)
-			r->message[0] = '\0';
-	}
-#else
-	snprintf(r->message, sizeof(r->message), "pg_treeshap was built without CUDA");
-#endif
-	return r->num_devices;
+	if (emulate < 0)
+		return probe_unusable(r);
+	return probe_cuda(r);
 }
 
 /* The paths a GPU takes: all but those longer than a warp, in table order. */

@@ -25,7 +25,8 @@ typedef struct TsExecutorReport
 {
 	int			num_devices;
 	TsGpuDeviceInfo devices[TS_EXECUTOR_MAX_DEVICES];
-	char		message[256];	/* why there is no device, when there is none */
+	int			unusable;		/* GPUs seen that this build cannot run on (an old driver: 1) */
+	char		message[256];	/* why there is no device, or why some are left out */
 } TsExecutorReport;
 
 /* A model the executor holds, as treeshap.gpu_models shows it. */

@@ -14,6 +14,7 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
+#include "service/ts_pg_compat.h"
 #include "service/ts_service.h"
 
 int			ts_gpu_memory_limit_kb = 0;
@@ -57,7 +58,7 @@ service_shmem_startup(void)
 		memset(shared, 0, shared_size());
 		shared->lock = &(GetNamedLWLockTranche(TS_SERVICE_SHMEM_NAME))->lock;
 		shared->status.state = TS_SERVICE_STARTING;
-		pg_atomic_init_u32(&shared->worker_procno, INVALID_PGPROCNO);
+		pg_atomic_init_u32(&shared->worker_procno, TS_INVALID_PROC_NUMBER);
 		shared->num_slots = MaxBackends;
 		for (int i = 0; i < shared->num_slots; i++)
 			SpinLockInit(&shared->slots[i].mutex);
@@ -82,8 +83,9 @@ ts_service_define_settings(void)
 		return;
 	DefineCustomIntVariable("treeshap.service_emulated_devices",
 							"Emulated devices the GPU service uses instead of the GPUs, for tests.",
-							"Each computes with the CPU's arithmetic behind the service's device calls; 0 uses the GPUs.",
-							&ts_service_emulated_devices, 0, 0, 16,
+							"Each computes with the CPU's arithmetic behind the service's device calls; 0 uses the GPUs; "
+							"-1 emulates one GPU this build has no code for.",
+							&ts_service_emulated_devices, 0, -1, 16,
 							PGC_POSTMASTER, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
 

@@ -44,7 +44,7 @@ typedef struct TsServiceStatus
 } TsServiceStatus;
 
 /*
- * A backend's request, in the slot of its PGPROC (pgprocno): the backend
+ * A backend's request, in the slot of its PGPROC (its ProcNumber): the backend
  * fills it and queues it, the worker sends it to the executor and marks
  * it done or failed, and sets the backend's latch. A backend that stops
  * waiting (cancel, timeout, terminate) abandons it; a reply to an
@@ -79,7 +79,7 @@ typedef struct TsServiceShared
 {
 	LWLock	   *lock;			/* guards status */
 	TsServiceStatus status;
-	pg_atomic_uint32 worker_procno; /* the running worker's pgprocno, or INVALID_PGPROCNO */
+	pg_atomic_uint32 worker_procno; /* the running worker's ProcNumber, or TS_INVALID_PROC_NUMBER */
 	TsExecutorStats stats;		/* guarded by lock: requests since the worker started, resident models */
 	int			num_slots;
 	TsServiceSlot slots[FLEXIBLE_ARRAY_MEMBER];

@@ -2,7 +2,7 @@
  * ts_service_relay.c - the worker's side of requests: queued slots go to
  * the executor, its answers back to their slots, and every request in
  * flight fails when the executor or the worker goes. A slot's index is its
- * backend's pgprocno, so waking the backend is setting that PGPROC's latch.
+ * backend's ProcNumber, so waking the backend is setting that PGPROC's latch.
  */
 #include "postgres.h"
 

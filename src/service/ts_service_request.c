@@ -17,6 +17,7 @@
 
 #include "service/ts_executor.h"
 #include "service/ts_request.h"
+#include "service/ts_pg_compat.h"
 #include "service/ts_service.h"
 
 /* How often a waiting backend checks that the worker it asked is still there. */
@@ -41,7 +42,7 @@ running_service(int *worker_pid)
 				 errmsg("the GPU service is not running"),
 				 errhint("Add pg_treeshap to shared_preload_libraries and restart the server.")));
 	ts_service_status(&st);
-	if (st.pid == 0 || pg_atomic_read_u32(&sh->worker_procno) == INVALID_PGPROCNO)
+	if (st.pid == 0 || pg_atomic_read_u32(&sh->worker_procno) == TS_INVALID_PROC_NUMBER)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the GPU service is not running"),
@@ -64,7 +65,7 @@ queue_request(TsServiceSlot *slot, int32 kind, int32 arg, uint32 segment, TsRequ
 	SpinLockRelease(&slot->mutex);
 	if (header != NULL)
 	{
-		header->slot = MyProc->pgprocno;
+		header->slot = ts_proc_number(MyProc);
 		header->seq = seq;
 		pg_write_barrier();
 	}
@@ -120,9 +121,9 @@ abandon_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 	TsServiceSlot *slot;
 	uint64		seq;
 
-	if (sh == NULL || MyProc == NULL || MyProc->pgprocno >= sh->num_slots)
+	if (sh == NULL || MyProc == NULL || ts_proc_number(MyProc) >= sh->num_slots)
 		return;
-	slot = &sh->slots[MyProc->pgprocno];
+	slot = &sh->slots[ts_proc_number(MyProc)];
 	SpinLockAcquire(&slot->mutex);
 	seq = slot->seq;
 	SpinLockRelease(&slot->mutex);
@@ -174,14 +175,14 @@ ts_service_submit(int32 kind, int32 arg, uint32 segment, TsRequestHeader *header
 	TsServiceShared *sh = running_service(&request_worker_pid);
 	uint64		seq;
 
-	if (MyProc == NULL || MyProc->pgprocno >= sh->num_slots)
+	if (MyProc == NULL || ts_proc_number(MyProc) >= sh->num_slots)
 		elog(ERROR, "this process has no GPU service request slot");
 	if (!exit_hook_set)
 	{
 		before_shmem_exit(abandon_at_exit, (Datum) 0);
 		exit_hook_set = true;
 	}
-	seq = queue_request(&sh->slots[MyProc->pgprocno], kind, arg, segment, header);
+	seq = queue_request(&sh->slots[ts_proc_number(MyProc)], kind, arg, segment, header);
 	wake_worker(sh);
 	return seq;
 }
@@ -191,15 +192,15 @@ ts_service_abandon(uint64 seq)
 {
 	TsServiceShared *sh = ts_service_shared();
 
-	if (sh != NULL && MyProc != NULL && MyProc->pgprocno < sh->num_slots)
-		abandon_request(sh, &sh->slots[MyProc->pgprocno], seq);
+	if (sh != NULL && MyProc != NULL && ts_proc_number(MyProc) < sh->num_slots)
+		abandon_request(sh, &sh->slots[ts_proc_number(MyProc)], seq);
 }
 
 int32
 ts_service_wait(uint64 seq)
 {
 	TsServiceShared *sh = ts_service_shared();
-	TsServiceSlot *slot = &sh->slots[MyProc->pgprocno];
+	TsServiceSlot *slot = &sh->slots[ts_proc_number(MyProc)];
 	int32		result = 0;
 
 	PG_TRY();

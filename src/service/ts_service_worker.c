@@ -25,6 +25,7 @@
 #include "utils/wait_event.h"
 
 #include "service/ts_executor.h"
+#include "service/ts_pg_compat.h"
 #include "service/ts_service.h"
 #include "service/ts_service_relay.h"
 
@@ -55,7 +56,7 @@ service_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 	TsServiceStatus st;
 
 	ts_executor_stop(&executor);
-	pg_atomic_write_u32(&ts_service_shared()->worker_procno, INVALID_PGPROCNO);
+	pg_atomic_write_u32(&ts_service_shared()->worker_procno, TS_INVALID_PROC_NUMBER);
 	ts_relay_fail_all(ts_service_shared(), "the GPU service stopped during this request");
 	ts_service_status(&st);
 	st.state = TS_SERVICE_STOPPED;
@@ -154,7 +155,7 @@ executor_event(TsServiceStatus *st, TimestampTz *next_start)
 static void
 wait_for_event(TsServiceStatus *st, TimestampTz *next_start)
 {
-	WaitEventSet *set = CreateWaitEventSet(CurrentMemoryContext, 3);
+	WaitEventSet *set = ts_create_wait_event_set(3);
 	WaitEvent	event;
 	long		timeout = -1;
 
@@ -205,7 +206,7 @@ ts_service_main(Datum arg pg_attribute_unused())
 	write_config();
 	publish_stats();			/* a previous worker's models are gone */
 	before_shmem_exit(service_exit, (Datum) 0);
-	pg_atomic_write_u32(&ts_service_shared()->worker_procno, MyProc->pgprocno);
+	pg_atomic_write_u32(&ts_service_shared()->worker_procno, ts_proc_number(MyProc));
 	/* requests a previous worker left queued will never be answered */
 	ts_relay_fail_all(ts_service_shared(), "the GPU service restarted during this request");
 

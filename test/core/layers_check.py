@@ -4,7 +4,8 @@ includes headers of its own layer and of lower ones only (base < model <
 core < gpu, cuda < service < backend); PostgreSQL headers only in service/
 and backend/; no CUDA
 runtime header in a .c file and no PostgreSQL header in cuda/; every file
-of src/ in a layer folder.
+of src/ in a layer folder; PG_VERSION_NUM tested in src/service/ts_pg_compat.h
+alone, where the differences between PostgreSQL versions live.
 
     test/core/layers_check.py        exit 1 on the first broken rule, listing all
 """
@@ -14,6 +15,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RANK = {"base": 0, "model": 1, "core": 2, "gpu": 3, "cuda": 3, "service": 4, "backend": 5}
+COMPAT = os.path.join("src", "service", "ts_pg_compat.h")
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
 
 
@@ -42,7 +44,10 @@ def problems_of(path):
     if mine is None:
         return [f"{rel}: not in a layer folder of src/"]
     found = []
-    for quote, name in INCLUDE.findall(open(path, encoding="utf-8").read()):
+    text = open(path, encoding="utf-8").read()
+    if "PG_VERSION_NUM" in text and rel != COMPAT:
+        found.append(f"{rel}: tests PG_VERSION_NUM, which only {COMPAT} may")
+    for quote, name in INCLUDE.findall(text):
         theirs = project_header(name, path) if quote == '"' else None
         if theirs is not None:
             if RANK[theirs] > RANK[mine]:
