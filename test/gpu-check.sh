@@ -1,6 +1,7 @@
 #!/bin/bash
-# GPU check, for a GPU machine with PostgreSQL 15 running (on the lent GPU
-# machines: source .device/pg-up.sh first, see ../shared/device/README.md).
+# GPU check, for a server with an NVIDIA GPU, the CUDA toolkit and a running
+# PostgreSQL (15 to 18, the one PG_CONFIG names) that libpq's PGHOST, PGPORT
+# and PGUSER reach as a superuser.
 # Builds with nvcc, installs, runs the whole pg_regress + pgTAP suite with
 # treeshap.device = gpu forced for every session, then compares GPU and CPU
 # output on every fixture (worst deviation, bitwise determinism), and kills
