@@ -445,3 +445,63 @@ END
 $$;
 COMMENT ON FUNCTION treeshap.plot_dependence(text, text, text, integer) IS
     'dependence plot as an SVG document: each row''s SHAP value of one feature against the feature''s value (rows sampled to about 1,000)';
+
+-- Targets ---------------------------------------------------------------------
+-- An existing explain_into target must have every column of its layout in the type
+-- explain_into writes: a target of other types (an integer base_value, a text
+-- shap_value) took the rows and rounded or converted them silently.
+CREATE OR REPLACE FUNCTION treeshap._check_target(target regclass, layout text, key_type oid)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    want text[] := CASE layout
+        WHEN 'wide' THEN ARRAY['row_key', 'output', 'base_value', 'shap_values', 'model_version', 'computed_at']
+        ELSE ARRAY['row_key', 'output', 'feature', 'shap_value', 'model_version', 'computed_at'] END;
+    want_type regtype[] := CASE layout
+        WHEN 'wide' THEN ARRAY[key_type, 'integer', 'double precision', 'double precision[]', 'bigint',
+                               'timestamp with time zone']::regtype[]
+        ELSE ARRAY[key_type, 'integer', 'text', 'double precision', 'bigint',
+                   'timestamp with time zone']::regtype[] END;
+    unique_key text[] := CASE layout WHEN 'wide' THEN ARRAY['model_version', 'output', 'row_key']
+        ELSE ARRAY['feature', 'model_version', 'output', 'row_key'] END;
+    missing text;
+    wrong record;
+BEGIN
+    SELECT string_agg(w, ', ') INTO missing FROM unnest(want) w
+     WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = target
+                          AND a.attname = w AND a.attnum > 0 AND NOT a.attisdropped);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'target % has no column %', target, missing
+              USING ERRCODE = 'invalid_table_definition',
+                    HINT = format('A %s target has the columns %s.', layout, array_to_string(want, ', '));
+    END IF;
+    IF (SELECT atttypid FROM pg_attribute WHERE attrelid = target AND attname = 'row_key') <> key_type THEN
+        RAISE EXCEPTION 'column row_key of target % is not of the source key''s type %',
+                        target, format_type(key_type, NULL)
+              USING ERRCODE = 'invalid_table_definition';
+    END IF;
+    SELECT w.name, w.type, a.atttypid::regtype AS found INTO wrong
+      FROM unnest(want, want_type) WITH ORDINALITY AS w(name, type, n)
+      JOIN pg_attribute a ON a.attrelid = target AND a.attname = w.name AND a.attnum > 0 AND NOT a.attisdropped
+     WHERE a.atttypid <> w.type
+     ORDER BY w.n LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'column % of target % has type %, but explain_into writes %',
+                        wrong.name, target, wrong.found, wrong.type
+              USING ERRCODE = 'invalid_table_definition',
+                    HINT = format('A %s target has the columns %s of the types %s.', layout,
+                                  array_to_string(want, ', '), array_to_string(want_type, ', '));
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_index i
+         WHERE i.indrelid = target AND i.indisunique AND i.indpred IS NULL
+           AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
+                 WHERE a.attrelid = target AND a.attnum = ANY (i.indkey)) = unique_key
+           AND cardinality(i.indkey) = cardinality(unique_key)) THEN
+        RAISE EXCEPTION 'target % has no unique key on (%)', target, array_to_string(unique_key, ', ')
+              USING ERRCODE = 'invalid_table_definition',
+                    HINT = 'The unique key is what makes every row land exactly once.';
+    END IF;
+END
+$$;

@@ -37,7 +37,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(56);
+SELECT plan(62);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -162,6 +162,40 @@ CREATE TABLE t09.no_key (row_key integer, output integer, base_value float8, sha
 SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.no_key')$$, '42P16',
                  'target t09.no_key has no unique key on (model_version, output, row_key)',
                  'a target without the unique key that backs exactly-once');
+-- every column in the type explain_into writes: no silent rounding or conversion
+CREATE FUNCTION pg_temp.wide_target(name text, base_value text, shap_values text, computed_at text)
+RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+    EXECUTE format('CREATE TABLE t09.%I (row_key integer, output int, base_value %s, shap_values %s, '
+                   'model_version bigint, computed_at %s, PRIMARY KEY (row_key, output, model_version))',
+                   name, base_value, shap_values, computed_at);
+END
+$f$;
+SELECT pg_temp.wide_target('out_int', 'int', 'int[]', 'timestamptz');
+SELECT pg_temp.wide_target('out_text', 'text', 'float8[]', 'timestamptz');
+SELECT pg_temp.wide_target('out_scalar', 'float8', 'float8', 'timestamptz');
+SELECT pg_temp.wide_target('out_timestamp', 'float8', 'float8[]', 'timestamp');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.out_int')$$, '42P16',
+                 'column base_value of target t09.out_int has type integer, but explain_into writes double precision',
+                 'a target of integer values is refused, naming the column and the type expected');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.out_text')$$, '42P16',
+                 'column base_value of target t09.out_text has type text, but explain_into writes double precision',
+                 'a text base_value is refused');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.out_scalar')$$, '42P16',
+                 'column shap_values of target t09.out_scalar has type double precision, but explain_into writes double precision[]',
+                 'a value where an array belongs is refused');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.out_timestamp')$$, '42P16',
+                 'column computed_at of target t09.out_timestamp has type timestamp without time zone, but explain_into writes timestamp with time zone',
+                 'a timestamp without time zone is refused');
+CREATE TABLE t09.long_num (row_key integer, output int, feature varchar, shap_value float8,
+                           model_version bigint, computed_at timestamptz,
+                           PRIMARY KEY (row_key, output, feature, model_version));
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.long_num', layout => 'long')$$, '42P16',
+                 'column feature of target t09.long_num has type character varying, but explain_into writes text',
+                 'a long target''s feature column must be text');
+SELECT is((SELECT count(*) FROM t09.out_int) + (SELECT count(*) FROM t09.out_text) + (SELECT count(*) FROM t09.out_scalar)
+          + (SELECT count(*) FROM t09.out_timestamp) + (SELECT count(*) FROM t09.long_num), 0::bigint,
+          'refused targets are left without a row');
 
 -- A second run into the same target while one holds its lock: refused, job untouched
 SELECT dblink_connect('t09_other', format('dbname=%s port=%s host=%s user=%s', current_database(),
