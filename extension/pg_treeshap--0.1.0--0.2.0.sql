@@ -400,7 +400,10 @@ DECLARE
     y1 constant double precision := 420;
     r record;
 BEGIN
-    IF feature IS NULL OR NOT EXISTS (SELECT 1 FROM treeshap.models m, generate_series(1, m.num_features) i
+    IF feature IS NULL THEN
+        RAISE EXCEPTION 'feature must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM treeshap.models m, generate_series(1, m.num_features) i
                                        WHERE m.name = model
                                          AND coalesce(m.feature_names[i], 'f' || (i - 1)) = feature) THEN
         RAISE EXCEPTION 'model "%" has no feature "%"', model, feature USING ERRCODE = '22023';

@@ -2,7 +2,7 @@
 -- naming the problem, nothing is stored, and the session stays usable.
 BEGIN;
 \ir setup.sql
-SELECT plan(27);
+SELECT plan(33);
 
 CREATE TEMP TABLE catalog_before AS SELECT name, version FROM treeshap.model_store;
 CREATE TEMP TABLE base AS SELECT convert_from(model, 'UTF8')::jsonb AS j, model AS b
@@ -63,6 +63,22 @@ SELECT throws_ok($$SELECT pg_temp.try_load(pg_temp.mut('{learner,gradient_booste
 SELECT throws_like($$SELECT pg_temp.try_load(pg_temp.tree_mut('split_type', 0, '1'))$$,
                    '%split_type and the category lists disagree%',
                    'a categorical split without its category list is refused, not misread');
+SELECT throws_like($$SELECT pg_temp.try_load(pg_temp.mut('{learner,learner_model_param,num_feature}', '"4194305"'))$$,
+                   '%"num_feature" = 4194305 is out of range 1..4194304%', 'an integer out of range is printed as an integer');
+-- the query must be read-only: a data-modifying WITH or a row lock is named as such
+CREATE TEMP TABLE houses AS SELECT * FROM fx_houses;
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'WITH d AS (DELETE FROM houses RETURNING *) SELECT * FROM d')$$,
+                 '42P11', 'query must be read-only', 'a DELETE in WITH is refused as a write');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT * FROM houses FOR UPDATE')$$,
+                 '42P11', 'query must be read-only', 'FOR UPDATE is refused as a write');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap('reg', 'SELECT * FROM houses LIMIT 1', background => '')$$,
+                 '42P11', 'background query must be a single SELECT or VALUES that returns rows',
+                 'an empty background query is named as the background');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap('reg', 'SELECT * FROM houses LIMIT 1',
+                                                       background => 'SELECT 1 AS nothing')$$,
+                 '42703', 'background query has no column for feature "MedInc"',
+                 'a background without a feature''s column is named as the background');
+SELECT is((SELECT count(*) FROM houses), (SELECT count(*) FROM fx_houses), 'the refused DELETE deleted nothing');
 SELECT throws_ok($$SELECT treeshap.load_model('x', NULL)$$, '22004', NULL, 'NULL bytes');
 SELECT throws_ok($$SELECT treeshap.load_model('', (SELECT b FROM pg_temp.base))$$, '22023', NULL, 'empty name');
 

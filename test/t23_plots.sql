@@ -5,7 +5,7 @@
 BEGIN;
 \ir setup.sql
 
-SELECT plan(17);
+SELECT plan(18);
 
 CREATE TEMP TABLE p_rows AS SELECT * FROM fx_houses;
 CREATE TEMP TABLE p_svg AS
@@ -96,6 +96,8 @@ SELECT throws_ok($$SELECT treeshap.plot_waterfall('reg', 'SELECT * FROM p_rows W
                  'waterfall of two rows is refused');
 SELECT throws_ok($$SELECT treeshap.plot_dependence('reg', 'SELECT * FROM p_rows', 'Rooms')$$,
                  '22023', 'model "reg" has no feature "Rooms"', 'dependence on an unknown feature is refused');
+SELECT throws_ok($$SELECT treeshap.plot_dependence('reg', 'SELECT * FROM p_rows', NULL)$$,
+                 '22004', 'feature must not be NULL', 'dependence on a NULL feature is refused as NULL');
 SELECT throws_ok($$SELECT treeshap.plot_summary('reg', 'SELECT * FROM p_rows WHERE false')$$,
                  '22023', 'query returned no rows to plot', 'a summary of no rows is refused');
 SELECT throws_ok($$SELECT treeshap.plot_summary('reg', 'SELECT * FROM p_rows', 0)$$,

@@ -20,7 +20,9 @@ ts_background_read(const char *query, const TsModel *model, bool probability)
 	uint64		n;
 	TsBackground *bg;
 
-	ts_batch_open(&reader, query, model, InvalidOid);
+	ts_batch_init(&reader, model, InvalidOid);
+	reader.what = "background query";
+	ts_batch_open_query(&reader, query);
 	reader.key_attno = TS_KEY_NONE;
 	while ((n = ts_batch_next(&reader)) > 0)
 	{

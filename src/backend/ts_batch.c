@@ -198,7 +198,7 @@ feature_by_name(const TsBatchReader *r, TupleDesc desc, int32 j)
 	if (attno < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("%s has no column for feature \"%s\"", r->rel != NULL ? "table" : "query", name),
+				 errmsg("%s has no column for feature \"%s\"", r->rel != NULL ? "table" : r->what, name),
 				 strlen(name) >= NAMEDATALEN ?
 				 errdetail("Names longer than %d bytes are matched by their first %d bytes, as PostgreSQL truncates identifiers.",
 						   NAMEDATALEN - 1, NAMEDATALEN - 1) : 0,
@@ -352,9 +352,27 @@ ts_batch_init(TsBatchReader *r, const TsModel *model, Oid key_type)
 	memset(r, 0, sizeof(*r));
 	r->model = model;
 	r->key_type = key_type;
+	r->what = "query";
 	r->batch_rows = ts_batch_rows;
 	r->batch_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap batch",
 											 ALLOCSET_DEFAULT_SIZES);
+}
+
+/* Whether a SELECT neither writes (a data-modifying WITH) nor locks rows (FOR UPDATE). */
+static bool
+is_read_only_plan(SPIPlanPtr plan)
+{
+	CachedPlanSource *source = linitial(SPI_plan_get_plan_sources(plan));
+	ListCell   *lc;
+
+	foreach(lc, source->query_list)
+	{
+		Query	   *q = lfirst_node(Query, lc);
+
+		if (q->commandType != CMD_SELECT || q->hasModifyingCTE || q->rowMarks != NIL)
+			return false;
+	}
+	return true;
 }
 
 /* Open a cursor over query; read_only so the query cannot modify data. */
@@ -368,7 +386,13 @@ ts_batch_open_query(TsBatchReader *r, const char *query)
 	if (!is_select_plan(plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
-				 errmsg("query must be a single SELECT or VALUES that returns rows")));
+				 errmsg("%s must be a single SELECT or VALUES that returns rows", r->what)));
+	if (!is_read_only_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
+				 errmsg("%s must be read-only", r->what),
+				 errdetail("It may neither change data (INSERT, UPDATE, DELETE or MERGE in WITH) nor lock rows (FOR UPDATE, FOR SHARE)."),
+				 errhint("Change the data in a statement of its own, then explain the rows.")));
 	r->portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 }
 

@@ -30,6 +30,7 @@ typedef struct TsBatchReader
 	const TsModel *model;
 	int			batch_rows;
 	Oid			key_type;		/* type the caller wants keys in */
+	const char *what;			/* what the query is, in messages: "query", "background query" */
 
 	/* binding, made from the first batch's tuple descriptor */
 	bool		bound;

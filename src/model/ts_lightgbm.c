@@ -150,7 +150,7 @@ parse_ints(const char *s, const char *field, int32_t tree, int64_t n, int64_t lo
 	for (int64_t i = 0; ok && i < n; i++)
 	{
 		if (d[i] != floor(d[i]) || d[i] < (double) lo || d[i] > (double) hi)
-			ok = ts_fail(err, TS_ERR_INVALID, "tree %d: %s[%lld] = %g is out of range %lld..%lld",
+			ok = ts_fail(err, TS_ERR_INVALID, "tree %d: %s[%lld] = %.15g is out of range %lld..%lld",
 						 tree, field, (long long) i, d[i], (long long) lo, (long long) hi);
 		else
 			(*out)[i] = (int32_t) d[i];

@@ -52,7 +52,7 @@ get_int_param(const TsJson *obj, const char *key, int64_t dflt, int64_t lo, int6
 		return ts_fail(err, TS_ERR_INVALID, "\"%s\" must be an integer, not %s",
 					   key, ts_json_type_name(v));
 	if (d != floor(d) || d < (double) lo || d > (double) hi)
-		return ts_fail(err, TS_ERR_LIMIT, "\"%s\" = %g is out of range %lld..%lld",
+		return ts_fail(err, TS_ERR_LIMIT, "\"%s\" = %.15g is out of range %lld..%lld",
 					   key, d, (long long) lo, (long long) hi);
 	*out = (int64_t) d;
 	return true;
