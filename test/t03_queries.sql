@@ -2,7 +2,7 @@
 -- accepted column types, missing values, batching, privileges, errors.
 BEGIN;
 \ir setup.sql
-SELECT plan(32);
+SELECT plan(38);
 
 CREATE TEMP TABLE ref AS
 SELECT row_key, output, base_value, shap_values
@@ -140,6 +140,42 @@ SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT id, *
 SELECT is((treeshap.load_model('sneaky', treeshap.model_bytes('reg'))).owner, 'treeshap_reader'::name,
           'a role loads its own models without any grant on the catalog (t13_privileges.sql: the rules)');
 RESET ROLE;
+
+-- domains over the supported types, as keys (query and table forms, segments) and features
+CREATE DOMAIN t03_dkey AS text;
+CREATE DOMAIN t03_dint AS bigint CHECK (VALUE > 0);
+CREATE DOMAIN t03_dfloat AS float8;
+CREATE TEMP TABLE dk AS
+SELECT ('k' || id)::t03_dkey AS k, id::t03_dint AS n, medinc::t03_dfloat AS medinc, "HouseAge", averooms,
+       avebedrms, population, aveoccup, latitude, longitude
+  FROM houses;
+CREATE TEMP TABLE by_text AS
+SELECT row_key, base_value, shap_values
+  FROM treeshap.explain_shap_wide('reg', 'SELECT k::text, medinc::float8, "HouseAge", averooms, avebedrms, population,
+                                          aveoccup, latitude, longitude FROM dk', NULL::text);
+SELECT set_eq($$SELECT row_key::text, base_value, shap_values
+                  FROM treeshap.explain_shap_wide('reg', 'SELECT k, medinc, "HouseAge", averooms, avebedrms, population,
+                                                          aveoccup, latitude, longitude FROM dk', NULL::t03_dkey)$$,
+              'SELECT * FROM by_text', 'a text domain as the key and a float8 domain as a feature (query form)');
+SELECT is(pg_typeof((SELECT row_key FROM treeshap.explain_shap_wide('reg', 'SELECT k, medinc, "HouseAge", averooms, avebedrms,
+                                                                    population, aveoccup, latitude, longitude FROM dk',
+                                                                    NULL::t03_dkey) LIMIT 1))::text,
+          't03_dkey', 'keys come back in the domain asked for');
+SELECT set_eq($$SELECT row_key::text, base_value, shap_values
+                  FROM treeshap.explain_shap_wide('reg', 'dk'::regclass, 'k', NULL::t03_dkey)$$,
+              'SELECT * FROM by_text', 'a domain key column of a table (table form)');
+SELECT set_eq($$SELECT 'k' || row_key::bigint, base_value, shap_values
+                  FROM treeshap.explain_shap_wide('reg', 'SELECT n, medinc, "HouseAge", averooms, avebedrms, population,
+                                                          aveoccup, latitude, longitude FROM dk', NULL::t03_dint)$$,
+              'SELECT * FROM by_text', 'a bigint domain with a check as the key');
+SELECT is((SELECT sum(rows) FROM treeshap.feature_importance('reg', 'SELECT k, medinc, "HouseAge", averooms, avebedrms,
+                                                                     population, aveoccup, latitude, longitude FROM dk',
+                                                              NULL::t03_dkey) WHERE feature = 'MedInc'),
+          (SELECT count(*)::numeric FROM dk), 'a domain as the segment type (one segment per row here)');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT n::bigint, medinc, "HouseAge", averooms, avebedrms,
+                                                             population, aveoccup, latitude, longitude FROM dk', NULL::t03_dint)$$,
+                 '42804', 'row key column "n" has type bigint, but keys of type t03_dint were requested',
+                 'a plain column is not taken for a domain''s keys, whose constraints it never met');
 
 SELECT * FROM finish();
 ROLLBACK;

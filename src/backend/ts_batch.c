@@ -165,7 +165,11 @@ bind_key(TsBatchReader *r, TupleDesc desc)
 	key = TupleDescAttr(desc, r->key_attno);
 	in = getBaseType(key->atttypid);
 	r->key_in_type = in;
-	if (r->key_type == InvalidOid || in == r->key_type || (is_integer_type(in) && is_integer_type(r->key_type)))
+	if (r->key_type == InvalidOid)
+		return;
+	/* a domain's keys come from a column of that domain, which has met its constraints */
+	if (r->key_base != r->key_type ? key->atttypid == r->key_type :
+		in == r->key_type || (is_integer_type(in) && is_integer_type(r->key_type)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -319,7 +323,7 @@ convert_key(TsBatchReader *r, Datum d)
 {
 	int64		v;
 
-	if (r->key_type == InvalidOid || r->key_in_type == r->key_type)
+	if (r->key_type == InvalidOid || r->key_in_type == r->key_base)
 		return d;
 	v = r->key_in_type == INT2OID ? DatumGetInt16(d) :
 		r->key_in_type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
@@ -352,6 +356,7 @@ ts_batch_init(TsBatchReader *r, const TsModel *model, Oid key_type)
 	memset(r, 0, sizeof(*r));
 	r->model = model;
 	r->key_type = key_type;
+	r->key_base = key_type != InvalidOid ? getBaseType(key_type) : InvalidOid;
 	r->what = "query";
 	r->batch_rows = ts_batch_rows;
 	r->batch_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap batch",

@@ -30,6 +30,7 @@ typedef struct TsBatchReader
 	const TsModel *model;
 	int			batch_rows;
 	Oid			key_type;		/* type the caller wants keys in */
+	Oid			key_base;		/* key_type, or the type its domain is over */
 	const char *what;			/* what the query is, in messages: "query", "background query" */
 
 	/* binding, made from the first batch's tuple descriptor */
