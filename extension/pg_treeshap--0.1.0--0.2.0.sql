@@ -508,3 +508,12 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Models ----------------------------------------------------------------------
+-- Whatever writes a model_store row (load_model, an owner's own INSERT or UPDATE,
+-- a restore), its bytes are parsed and every column that describes them derived
+-- from them; bytes that are no model are refused, and new bytes are a new version.
+CREATE OR REPLACE FUNCTION treeshap._model_stamp()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'treeshap_model_stamp'
+LANGUAGE C;

@@ -1,8 +1,9 @@
 /*
- * ts_catalog.c - loading models into treeshap.model_store and caching parsed
- * models per backend. Every load or replace assigns a new version from a
- * sequence; a backend compares its cached version with the catalog row on
- * each use, so a replace or drop in any session invalidates every cache.
+ * ts_catalog.c - the per-backend cache of parsed models (ts_model_store.c
+ * writes treeshap.model_store). Every change of a model's bytes draws a new
+ * version from a sequence; a backend compares its cached version and digest
+ * with the catalog row on each use, so a replace or drop in any session
+ * invalidates every cache.
  */
 #include "postgres.h"
 
@@ -18,7 +19,6 @@
 #include "backend/ts_gpu_pg.h"
 #include "backend/ts_settings.h"
 
-PG_FUNCTION_INFO_V1(treeshap_store_model);
 PG_FUNCTION_INFO_V1(treeshap_model_digest);
 
 static TsCachedModel *cache_head = NULL;
@@ -52,8 +52,8 @@ ts_report_core_error(const TsError *err, const char *context)
 }
 
 /* Parse and validate model bytes in the current memory context. */
-static TsModel *
-read_model_or_error(const char *name, bytea *bytes)
+TsModel *
+ts_read_model_or_error(const char *name, bytea *bytes)
 {
 	TsError		err = {0};
 	TsModel    *m = ts_model_read(VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), &err);
@@ -118,113 +118,6 @@ ts_categorical_arrays(const TsModel *m, Datum *names, Datum *counts, bool *isnul
 	*names = PointerGetDatum(construct_array(n, count, TEXTOID, -1, false, TYPALIGN_INT));
 	*counts = PointerGetDatum(construct_md_array(c, c_null, 1, dims, lbs, INT4OID, 4, true,
 												 TYPALIGN_INT));
-}
-
-/* ERROR if a model of this name exists (load without replace). */
-static void
-check_name_free(Datum name_datum, const char *name)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1] = {name_datum};
-
-	if (SPI_execute_with_args("SELECT 1 FROM treeshap.model_store WHERE name = $1",
-							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up model \"%s\"", name);
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("model \"%s\" already exists", name),
-				 errhint("Pass replace => true to replace it.")));
-}
-
-/* Insert (or replace) the catalog row in one statement: all or nothing. */
-static void
-store_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
-{
-	static const char *insert_sql =
-		"INSERT INTO treeshap.model_store AS s (name, format, num_trees, num_features, "
-		"num_outputs, max_depth, num_leaves, feature_names, objective, base_score, model, "
-		"categorical_features, num_categories, digest) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0)";	/* digest: trigger */
-	static const char *upsert_tail =
-		" ON CONFLICT (name) DO UPDATE SET format = EXCLUDED.format, "
-		"num_trees = EXCLUDED.num_trees, num_features = EXCLUDED.num_features, "
-		"num_outputs = EXCLUDED.num_outputs, max_depth = EXCLUDED.max_depth, "
-		"num_leaves = EXCLUDED.num_leaves, feature_names = EXCLUDED.feature_names, "
-		"objective = EXCLUDED.objective, base_score = EXCLUDED.base_score, "
-		"model = EXCLUDED.model, categorical_features = EXCLUDED.categorical_features, "
-		"num_categories = EXCLUDED.num_categories, created_at = now(), "
-		"version = nextval('treeshap.model_version')";
-	Oid			argtypes[13] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID,
-	INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, BYTEAOID, TEXTARRAYOID, INT4ARRAYOID};
-	Datum		args[13];
-	char		nulls[13];
-	bool		names_null;
-	bool		cats_null;
-	char	   *sql = replace ? psprintf("%s%s", insert_sql, upsert_tail) : pstrdup(insert_sql);
-
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = name_datum;
-	args[1] = CStringGetTextDatum(m->format);
-	args[2] = Int32GetDatum(m->num_trees);
-	args[3] = Int32GetDatum(m->num_features);
-	args[4] = Int32GetDatum(m->num_outputs);
-	args[5] = Int32GetDatum(m->max_depth);
-	args[6] = Int64GetDatum(m->num_leaves);
-	args[7] = ts_feature_names_array(m, &names_null);
-	if (names_null)
-		nulls[7] = 'n';
-	args[8] = m->objective ? CStringGetTextDatum(m->objective) : (Datum) 0;
-	if (m->objective == NULL)
-		nulls[8] = 'n';
-	args[9] = ts_base_score_array(m);
-	args[10] = PointerGetDatum(bytes);
-	ts_categorical_arrays(m, &args[11], &args[12], &cats_null);
-	if (cats_null)
-		nulls[11] = nulls[12] = 'n';
-	if (SPI_execute_with_args(sql, 13, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not store model");
-}
-
-/*
- * treeshap._store_model(name, bytes, replace): parse and validate the bytes,
- * then insert or replace the catalog row. Nothing is written unless the model
- * is valid.
- */
-Datum
-treeshap_store_model(PG_FUNCTION_ARGS)
-{
-	char	   *name;
-	bytea	   *bytes;
-	bool		replace = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
-	MemoryContext check_context;
-	MemoryContext old;
-	TsModel    *m;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("model name and model bytes must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("model name must not be empty")));
-	bytes = PG_GETARG_BYTEA_PP(1);
-
-	check_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap model check",
-										  ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(check_context);
-	m = read_model_or_error(name, bytes);
-	MemoryContextSwitchTo(old);
-
-	SPI_connect();
-	if (!replace)
-		check_name_free(PG_GETARG_DATUM(0), name);
-	store_row(PG_GETARG_DATUM(0), bytes, m, replace);
-	SPI_finish();
-	MemoryContextDelete(check_context);
-	PG_RETURN_VOID();
 }
 
 /* treeshap._model_digest(bytes): CityHash64 of a model's bytes, as the model_store trigger stores it. */
@@ -396,7 +289,7 @@ build_entry(const char *name, const StoredModel *stored)
 	if (bytes == NULL)
 		elog(ERROR, "could not read model \"%s\"", name);
 	old = MemoryContextSwitchTo(entry->context);
-	entry->model = read_model_or_error(name, bytes);
+	entry->model = ts_read_model_or_error(name, bytes);
 	entry->paths = ts_paths_build(entry->model);
 	entry->num_paths = entry->paths->num_paths;
 	MemoryContextSwitchTo(old);
@@ -435,6 +328,7 @@ ts_model_acquire(const char *name, bool gpu)
 
 	/* a CPU call needs the trees, which an entry from the service lacks */
 	if (entry != NULL && (!stored.found || entry->version != stored.version ||
+						  entry->digest != stored.digest || entry->length != stored.length ||
 						  (entry->interface_only && !gpu)))
 	{
 		retire_entry(entry);

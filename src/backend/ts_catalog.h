@@ -45,6 +45,7 @@ extern void ts_model_release(TsCachedModel *entry);
 extern TsCachedModel *ts_model_identity(const char *name);
 
 /* The model's fields as treeshap.model_store stores them, for the diagnostics. */
+extern TsModel *ts_read_model_or_error(const char *name, bytea *bytes);
 extern Datum ts_feature_names_array(const TsModel *m, bool *isnull);
 extern Datum ts_base_score_array(const TsModel *m);
 extern void ts_categorical_arrays(const TsModel *m, Datum *names, Datum *counts, bool *isnull);
