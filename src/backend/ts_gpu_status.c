@@ -185,12 +185,17 @@ treeshap_service_load(PG_FUNCTION_ARGS)
 	TsInterface in;
 	int64		paths;
 	bool		loaded;
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext old;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	SPI_connect();
 	ts_gpu_load(ts_model_identity(name), &in, &paths, &loaded);
+	/* the row outlives SPI_finish, which frees SPI's memory (the interface's too) */
+	old = MemoryContextSwitchTo(caller);
 	row = load_row(desc, paths, loaded, &in);
+	MemoryContextSwitchTo(old);
 	SPI_finish();
 	PG_RETURN_DATUM(HeapTupleGetDatum(row));
 }
