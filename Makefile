@@ -38,27 +38,14 @@ ifeq ($(WITH_CUDA),yes)
   endif
 endif
 
-# GPU code: a cubin for each architecture of CUDA_ARCHS (every one CUDA 13
-# supports, Turing on) and PTX for CUDA_PTX (default the newest), which the
-# driver compiles for GPUs newer than the list. Narrow them for a faster
-# development build: make CUDA_ARCHS=90; CUDA_ARCHS= CUDA_PTX=75 is PTX only.
-CUDA_ARCHS ?= 75 80 86 89 90 100 120
-CUDA_PTX ?= $(lastword $(CUDA_ARCHS))
-comma := ,
-CUDA_GENCODE = $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a)$(comma)code=sm_$(a)) \
-    $(if $(CUDA_PTX),-gencode arch=compute_$(CUDA_PTX)$(comma)code=compute_$(CUDA_PTX))
-CUDA_TARGETS = $(foreach a,$(CUDA_ARCHS),sm_$(a)) $(if $(CUDA_PTX),compute_$(CUDA_PTX))
-ifeq ($(strip $(CUDA_TARGETS)),)
-  $(error CUDA_ARCHS and CUDA_PTX are both empty: no GPU code to build)
-endif
+include cuda/gencode.mk
 
 ifneq ($(NVCC),)
   CUDA_OBJS = $(patsubst %.c,src/%.o,$(TS_GPU_SRCS)) cuda/ts_device.o cuda/ts_shap.o cuda/ts_runner.o cuda/ts_quad.o cuda/ts_predict.o cuda/ts_interventional.o
   OBJS += $(CUDA_OBJS)
   PG_CPPFLAGS += -DTS_WITH_CUDA
   SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
-  NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra --threads 0 $(CUDA_GENCODE) \
-    -DTS_CUDA_TARGETS='"$(strip $(CUDA_TARGETS))"'
+  NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra --threads 0 $(CUDA_GENCODE) $(CUDA_DEFINES)
 endif
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

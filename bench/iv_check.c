@@ -105,7 +105,7 @@ main(int argc, char **argv)
 			   *r;
 	TsBackground *bg;
 	TsGpuBackground gbg;
-	TsGpuJob	job = {TS_GPU_JOB_INTERVENTIONAL, NULL, 0, TS_GPU_ALG_QUADRATURE, 0, &gbg};
+	TsGpuJob	job = {.kind = TS_GPU_JOB_INTERVENTIONAL, .algorithm = TS_GPU_ALG_QUADRATURE, .background = &gbg};
 	size_t		width;
 	double	   *phi,
 			   *again,

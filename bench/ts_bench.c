@@ -78,7 +78,7 @@ static int
 report_kernel(const TsGpuPlan *plan, const float *x, int32_t nrows, int reps, int32_t check_rows,
 			  TsGpuAlgorithm algorithm, TsGpuPrecision precision, const char *name)
 {
-	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0, algorithm, 0};
+	TsGpuJob	job = {.kind = TS_GPU_JOB_SHAP, .algorithm = algorithm};
 	const TsPathTable *pt = plan->paths;
 	size_t		count = (size_t) nrows * pt->num_outputs * (pt->num_features + 1);
 	double	   *first = malloc(sizeof(double) * count);
@@ -119,8 +119,9 @@ report_interactions(const TsGpuPlan *plan, const float *x, int32_t nrows, int32_
 {
 	const TsPathTable *pt = plan->paths;
 	TsFeatureSelection *sel = ts_selection_make(pt->num_features, NULL, 0);
-	TsGpuJob	job = {TS_GPU_JOB_SHAPLEY_INTERACTIONS, sel->slot, sel->count, TS_GPU_ALG_TREESHAP, 0};
-	TsGpuJob	importance = {TS_GPU_JOB_IMPORTANCE, NULL, 0, TS_GPU_ALG_QUADRATURE, 0};
+	TsGpuJob	job = {.kind = TS_GPU_JOB_SHAPLEY_INTERACTIONS, .feature_slot = sel->slot, .selected = sel->count,
+		.algorithm = TS_GPU_ALG_TREESHAP};
+	TsGpuJob	importance = {.kind = TS_GPU_JOB_IMPORTANCE, .algorithm = TS_GPU_ALG_QUADRATURE};
 	size_t		width = (size_t) pt->num_outputs * sel->count * pt->num_features;
 	int32_t		check = nrows < 2 ? nrows : 2;
 	double	   *gpu = malloc(sizeof(double) * width * nrows);
@@ -170,7 +171,7 @@ static int
 report_predict(const TsGpuPlan *plan, const TsModel *m, const float *x, int32_t nrows,
 			   int32_t predict_rows, int reps)
 {
-	TsGpuJob	job = {TS_GPU_JOB_PREDICT, NULL, 0, TS_GPU_ALG_TREESHAP, 0};
+	TsGpuJob	job = {.kind = TS_GPU_JOB_PREDICT, .algorithm = TS_GPU_ALG_TREESHAP};
 	size_t		nf = (size_t) m->num_features;
 	float	   *big = malloc(sizeof(float) * nf * predict_rows);
 	double	   *gpu = malloc(sizeof(double) * m->num_outputs * predict_rows);

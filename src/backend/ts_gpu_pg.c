@@ -200,8 +200,8 @@ end_run(void *arg)
 static TsGpuJob
 job_for(const TsRunSpec *spec, bool host_reduces, int64 num_paths)
 {
-	TsGpuJob	job = {TS_GPU_JOB_SHAP, NULL, 0,
-	ts_gpu_quadrature(num_paths) ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP, 0, NULL};
+	TsGpuJob	job = {.kind = TS_GPU_JOB_SHAP,
+	.algorithm = ts_gpu_quadrature(num_paths) ? TS_GPU_ALG_QUADRATURE : TS_GPU_ALG_TREESHAP};
 
 	/* values against a background, reduced here for importance and top features */
 	if (spec->background != NULL && spec->kind != TS_RUN_PREDICT)

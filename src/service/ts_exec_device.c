@@ -282,7 +282,7 @@ ts_dev_runner_bytes(const TsPathTable *pt, const TsGpuJob *job, int32_t max_rows
 	size_t		result = ts_gpu_job_result_len(job, pt->num_outputs, pt->num_features, max_rows);
 	size_t		acc = result;
 	size_t		bg = 0;
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, job->algorithm, 0, NULL};
+	TsGpuJob	shap = {.kind = TS_GPU_JOB_SHAP, .algorithm = job->algorithm};
 
 	/* importance and top features accumulate every row's contributions first */
 	if (job->kind == TS_GPU_JOB_IMPORTANCE || job->kind == TS_GPU_JOB_TOP_FEATURES)
@@ -319,7 +319,7 @@ static void
 emulated_runner(TsDevRunner *r)
 {
 	const TsPathTable *pt = r->table->layout->pt;
-	TsGpuJob	shap = {TS_GPU_JOB_SHAP, NULL, 0, r->job.algorithm, 0, NULL};
+	TsGpuJob	shap = {.kind = TS_GPU_JOB_SHAP, .algorithm = r->job.algorithm};
 	size_t		scratch = ts_cpu_scratch_len(pt);
 
 	if (scratch < ts_interactions_scratch_len(pt))

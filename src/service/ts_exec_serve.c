@@ -420,8 +420,8 @@ ts_exec_valid_run(const TsSegment *seg, const TsResidentModel *m)
 {
 	const TsRequestHeader *h = seg->h;
 	const TsPathTable *pt = m->paths;
-	TsGpuJob	job = {(TsGpuJobKind) h->job_kind, NULL, h->selected, (TsGpuAlgorithm) h->algorithm,
-	h->top_k, NULL};
+	TsGpuJob	job = {.kind = (TsGpuJobKind) h->job_kind, .selected = h->selected,
+	.algorithm = (TsGpuAlgorithm) h->algorithm, .top_k = h->top_k};
 	bool		interactions = interaction_job(h);
 	size_t		input = (size_t) h->max_rows * pt->num_features * sizeof(float);
 
