@@ -15,6 +15,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -59,19 +60,73 @@ check_name_free(Datum name_datum, const char *name)
 				 errhint("Pass replace => true to replace it.")));
 }
 
-/* Insert (or replace) the catalog row in one statement: the trigger fills in what the bytes say. */
+/* The derived columns' values for model m of these bytes, in derived_columns' order. */
 static void
-store_row(Datum name_datum, bytea *bytes, bool replace)
+derived_values(const TsModel *m, uint64 digest, Datum *values, bool *nulls)
 {
-	static const char *insert_sql = "INSERT INTO treeshap.model_store AS s (name, model) VALUES ($1, $2)";
-	static const char *upsert_tail =
-		" ON CONFLICT (name) DO UPDATE SET model = EXCLUDED.model, created_at = now(), "
-		"version = nextval('treeshap.model_version')";
-	Oid			argtypes[2] = {TEXTOID, BYTEAOID};
-	Datum		args[2] = {name_datum, PointerGetDatum(bytes)};
-	char	   *sql = replace ? psprintf("%s%s", insert_sql, upsert_tail) : pstrdup(insert_sql);
+	memset(nulls, 0, sizeof(bool) * NUM_DERIVED);
+	values[0] = CStringGetTextDatum(m->format);
+	values[1] = Int32GetDatum(m->num_trees);
+	values[2] = Int32GetDatum(m->num_features);
+	values[3] = Int32GetDatum(m->num_outputs);
+	values[4] = Int32GetDatum(m->max_depth);
+	values[5] = Int64GetDatum(m->num_leaves);
+	values[6] = ts_feature_names_array(m, &nulls[6]);
+	values[7] = m->objective != NULL ? CStringGetTextDatum(m->objective) : (Datum) 0;
+	nulls[7] = m->objective == NULL;
+	values[8] = ts_base_score_array(m);
+	ts_categorical_arrays(m, &values[9], &values[10], &nulls[9]);
+	nulls[10] = nulls[9];
+	values[11] = Int64GetDatum((int64) digest);
+}
 
-	if (SPI_execute_with_args(sql, 2, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+/* The derived columns, comma separated, or as assignments from an ON CONFLICT's proposed row. */
+static char *
+column_list(bool assign)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < (int) NUM_DERIVED; i++)
+	{
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", derived_columns[i]);
+		if (assign)
+			appendStringInfo(&buf, " = EXCLUDED.%s", derived_columns[i]);
+	}
+	return buf.data;
+}
+
+/*
+ * Insert (or replace) the catalog row in one statement, all or nothing, with
+ * what the bytes say: the trigger derives the same, but a library newer than
+ * the catalog's scripts (before ALTER EXTENSION UPDATE) finds 0.1.0's trigger,
+ * which sets the digest alone.
+ */
+static void
+store_row(Datum name_datum, bytea *bytes, const TsModel *m, uint64 digest, bool replace)
+{
+	Oid			argtypes[2 + NUM_DERIVED] = {TEXTOID, BYTEAOID, TEXTOID, INT4OID, INT4OID, INT4OID,
+	INT4OID, INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT8OID};
+	Datum		args[2 + NUM_DERIVED] = {name_datum, PointerGetDatum(bytes)};
+	bool		isnull[NUM_DERIVED];
+	char		nulls[2 + NUM_DERIVED];
+	StringInfoData sql;
+
+	derived_values(m, digest, args + 2, isnull);
+	memset(nulls, ' ', sizeof(nulls));
+	for (int i = 0; i < (int) NUM_DERIVED; i++)
+		nulls[2 + i] = isnull[i] ? 'n' : ' ';
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO treeshap.model_store AS s (name, model, %s) VALUES ($1, $2",
+					 column_list(false));
+	for (int i = 0; i < (int) NUM_DERIVED; i++)
+		appendStringInfo(&sql, ", $%d", 3 + i);
+	appendStringInfoString(&sql, ")");
+	if (replace)
+		appendStringInfo(&sql, " ON CONFLICT (name) DO UPDATE SET model = EXCLUDED.model, %s, "
+						 "created_at = now(), version = nextval('treeshap.model_version')",
+						 column_list(true));
+	if (SPI_execute_with_args(sql.data, 2 + NUM_DERIVED, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not store model");
 }
 
@@ -84,7 +139,7 @@ store_parsed_row(Datum name_datum, bytea *bytes, const TsModel *m, bool replace)
 	storing_length = VARSIZE_ANY_EXHDR(bytes);
 	PG_TRY();
 	{
-		store_row(name_datum, bytes, replace);
+		store_row(name_datum, bytes, m, storing_digest, replace);
 	}
 	PG_FINALLY();
 	{
@@ -132,26 +187,6 @@ treeshap_store_model(PG_FUNCTION_ARGS)
 	SPI_finish();
 	MemoryContextDelete(check_context);
 	PG_RETURN_VOID();
-}
-
-/* The derived columns' values for model m of these bytes, in derived_columns' order. */
-static void
-derived_values(const TsModel *m, uint64 digest, Datum *values, bool *nulls)
-{
-	memset(nulls, 0, sizeof(bool) * NUM_DERIVED);
-	values[0] = CStringGetTextDatum(m->format);
-	values[1] = Int32GetDatum(m->num_trees);
-	values[2] = Int32GetDatum(m->num_features);
-	values[3] = Int32GetDatum(m->num_outputs);
-	values[4] = Int32GetDatum(m->max_depth);
-	values[5] = Int64GetDatum(m->num_leaves);
-	values[6] = ts_feature_names_array(m, &nulls[6]);
-	values[7] = m->objective != NULL ? CStringGetTextDatum(m->objective) : (Datum) 0;
-	nulls[7] = m->objective == NULL;
-	values[8] = ts_base_score_array(m);
-	ts_categorical_arrays(m, &values[9], &values[10], &nulls[9]);
-	nulls[10] = nulls[9];
-	values[11] = Int64GetDatum((int64) digest);
 }
 
 /* The attribute number of a model_store column (ERROR if the table lacks it). */
