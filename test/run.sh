@@ -28,7 +28,7 @@ make -s clean >/dev/null
 build_log=$(mktemp)
 make -s -j2 ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA} 2>&1 | tee "$build_log"
 if grep -q "warning" "$build_log"; then
-  echo "FAIL: the build warns with PostgreSQL $("$PG_CONFIG" --version)"; exit 1
+  echo "FAIL: the build warns with $("$PG_CONFIG" --version)"; exit 1
 fi
 $SUDO make -s install PG_CONFIG="$PG_CONFIG" ${WITH_CUDA:+WITH_CUDA=$WITH_CUDA} >/dev/null
 # pg_cron (where this PostgreSQL has it) runs scheduled jobs through libpq, here over the
@@ -93,7 +93,7 @@ echo "== explain_into: stopped mid-run (terminate, cancel, SIGKILL), resumed; sc
 /usr/bin/python3 test/jobs_check.py || status=1
 
 if [ "$checks" = server ]; then
-  echo "PostgreSQL $("$PG_CONFIG" --version): $([ $status = 0 ] && echo PASS || echo FAIL)"
+  echo "$("$PG_CONFIG" --version): $([ $status = 0 ] && echo PASS || echo FAIL)"
   exit $status
 fi
 
