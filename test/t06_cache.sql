@@ -15,7 +15,7 @@ CREATE TEMP TABLE seen (step int, here float8[], there float8[]);
 SELECT dblink_connect('other', format('dbname=%s port=%s host=%s user=%s', current_database(),
        current_setting('port'), current_setting('unix_socket_directories'), current_user)) \g /dev/null
 \set QUIET 0
-SELECT plan(13);
+SELECT plan(15);
 
 INSERT INTO seen
 SELECT 1, treeshap.shap_values('xb_cache', ARRAY[3,20,5,1,1000,3,34,-118]), t.v
@@ -77,6 +77,10 @@ SELECT is((SELECT digest FROM treeshap.model_store WHERE name = 'xb_cache'),
           (SELECT digest FROM treeshap.model_store WHERE name = 'xb_check'), 'and the digest of its bytes');
 SELECT throws_like($$INSERT INTO treeshap.model_store (name, model) VALUES ('xb_junk', '\x7b7d')$$,
                    'could not read model "xb_junk"%', 'bytes that are no model are refused on a direct INSERT');
+SELECT throws_ok($$INSERT INTO treeshap.model_store (name, model) VALUES ('xb_null', NULL)$$, '23502', NULL,
+                 'a NULL model is refused by the NOT NULL constraint, the trigger reading nothing');
+SELECT throws_ok($$UPDATE treeshap.model_store SET name = NULL WHERE name = 'xb_cache'$$, '23502', NULL,
+                 'and so is a NULL name');
 SELECT throws_like($$UPDATE treeshap.model_store SET model = '\x00' WHERE name = 'xb_cache'$$,
                    'could not read model "xb_cache"%', 'and on a direct UPDATE');
 

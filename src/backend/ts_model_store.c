@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -200,17 +201,20 @@ store_column(TupleDesc desc, const char *name)
 	return attno;
 }
 
-/* Whether a row's model bytes are the same as another's (by digest and length). */
+/*
+ * Whether the old row holds the bytes of this digest and length: its digest,
+ * and its bytes' length from their header (nothing detoasted).
+ */
 static bool
-same_bytes(HeapTuple a, HeapTuple b, TupleDesc desc, uint64 digest_a)
+same_bytes(HeapTuple old_row, TupleDesc desc, uint64 digest, Size length)
 {
-	bool		isnull;
-	Datum		d = heap_getattr(b, store_column(desc, "digest"), desc, &isnull);
-	bytea	   *bytes_a = DatumGetByteaPP(heap_getattr(a, store_column(desc, "model"), desc, &isnull));
-	bytea	   *bytes_b = DatumGetByteaPP(heap_getattr(b, store_column(desc, "model"), desc, &isnull));
+	bool		digest_null;
+	bool		model_null;
+	Datum		d = heap_getattr(old_row, store_column(desc, "digest"), desc, &digest_null);
+	Datum		bytes = heap_getattr(old_row, store_column(desc, "model"), desc, &model_null);
 
-	return !isnull && (uint64) DatumGetInt64(d) == digest_a &&
-		VARSIZE_ANY_EXHDR(bytes_a) == VARSIZE_ANY_EXHDR(bytes_b);
+	return !digest_null && !model_null && (uint64) DatumGetInt64(d) == digest &&
+		toast_raw_datum_size(bytes) - VARHDRSZ == length;
 }
 
 /*
@@ -224,18 +228,26 @@ stamp_row(TriggerData *trig)
 	Relation	rel = trig->tg_relation;
 	TupleDesc	desc = RelationGetDescr(rel);
 	HeapTuple	row = TRIGGER_FIRED_BY_UPDATE(trig->tg_event) ? trig->tg_newtuple : trig->tg_trigtuple;
-	bool		isnull;
-	Datum		name = heap_getattr(row, store_column(desc, "name"), desc, &isnull);
-	bytea	   *bytes = DatumGetByteaPP(heap_getattr(row, store_column(desc, "model"), desc, &isnull));
-	uint64		digest = ts_cityhash64(VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes));
-	MemoryContext parse_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap model stamp",
-														ALLOCSET_DEFAULT_SIZES);
+	bool		name_null;
+	bool		model_null;
+	Datum		name = heap_getattr(row, store_column(desc, "name"), desc, &name_null);
+	Datum		model = heap_getattr(row, store_column(desc, "model"), desc, &model_null);
+	bytea	   *bytes;
+	uint64		digest;
+	MemoryContext parse_context;
 	const TsModel *m = storing_model;
 	int			columns[NUM_DERIVED + 1];
 	Datum		values[NUM_DERIVED + 1];
 	bool		nulls[NUM_DERIVED + 1];
 	int			n = NUM_DERIVED;
 
+	/* a NULL name or model: the table's NOT NULL constraints refuse the row */
+	if (name_null || model_null)
+		return row;
+	bytes = DatumGetByteaPP(model);
+	digest = ts_cityhash64(VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes));
+	parse_context = AllocSetContextCreate(CurrentMemoryContext, "treeshap model stamp",
+										  ALLOCSET_DEFAULT_SIZES);
 	if (m == NULL || digest != storing_digest || VARSIZE_ANY_EXHDR(bytes) != storing_length)
 	{
 		MemoryContext old = MemoryContextSwitchTo(parse_context);
@@ -246,14 +258,16 @@ stamp_row(TriggerData *trig)
 	derived_values(m, digest, values, nulls);
 	for (int i = 0; i < (int) NUM_DERIVED; i++)
 		columns[i] = store_column(desc, derived_columns[i]);
-	if (TRIGGER_FIRED_BY_UPDATE(trig->tg_event) && !same_bytes(row, trig->tg_trigtuple, desc, digest))
+	if (TRIGGER_FIRED_BY_UPDATE(trig->tg_event) &&
+		!same_bytes(trig->tg_trigtuple, desc, digest, VARSIZE_ANY_EXHDR(bytes)))
 	{
 		int			version = store_column(desc, "version");
 		bool		old_null;
+		bool		new_null;
 		Datum		old_version = heap_getattr(trig->tg_trigtuple, version, desc, &old_null);
-		Datum		new_version = heap_getattr(row, version, desc, &isnull);
+		Datum		new_version = heap_getattr(row, version, desc, &new_null);
 
-		if (DatumGetInt64(old_version) == DatumGetInt64(new_version))
+		if (!old_null && !new_null && DatumGetInt64(old_version) == DatumGetInt64(new_version))
 		{
 			Oid			seq = get_relname_relid("model_version", RelationGetNamespace(rel));
 

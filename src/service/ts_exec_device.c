@@ -97,14 +97,23 @@ probe_emulated(int emulate, TsExecutorReport *r)
 	return r->num_devices;
 }
 
+/* Count GPU d as one this build cannot run, saying why and what to build for. */
+static void
+report_unusable(TsExecutorReport *r, const TsGpuDeviceInfo *d, const char *why)
+{
+	r->unusable++;
+	snprintf(r->message, sizeof(r->message),
+			 "GPU %d (%s, compute capability %d.%d): %s; rebuild with make CUDA_ARCHS=%d%d",
+			 d->index, d->name, d->compute_major, d->compute_minor, why, d->compute_major, d->compute_minor);
+}
+
 /* Describe a GPU this build has no code for, as an sm_80-only build sees an H100 (for tests). */
 static int
 probe_unusable(TsExecutorReport *r)
 {
-	r->unusable = 1;
-	snprintf(r->message, sizeof(r->message),
-			 "GPU 0 (emulated device, compute capability 9.0): this build has no code it can run "
-			 "(built for sm_80); rebuild with make CUDA_ARCHS=90");
+	TsGpuDeviceInfo d = {.index = 0, .name = "emulated device", .compute_major = 9, .compute_minor = 0};
+
+	report_unusable(r, &d, "this build has no code it can run (built for sm_80)");
 	return 0;
 }
 
@@ -127,10 +136,7 @@ probe_device(int i, TsExecutorReport *r)
 			r->num_devices++;
 			return;
 		case TS_GPU_UNUSABLE:
-			r->unusable++;
-			snprintf(r->message, sizeof(r->message),
-					 "GPU %d (%s, compute capability %d.%d): %s; rebuild with make CUDA_ARCHS=%d%d",
-					 i, d->name, d->compute_major, d->compute_minor, why, d->compute_major, d->compute_minor);
+			report_unusable(r, d, why);
 			return;
 		default:
 			snprintf(r->message, sizeof(r->message), "GPU %d (%s): %s", i, d->name, why);
