@@ -91,8 +91,13 @@ main(int argc, char **argv)
 			best[with] = s < best[with] ? s : best[with];
 		}
 	{
-		/* ts_cpu_shap_row checks once every TS_INTERRUPT_PATHS paths */
-		double		checks = (double) rows * (double) (pt->num_paths / TS_INTERRUPT_PATHS);
+		/* ts_cpu_shap_row checks once every TS_INTERRUPT_WORK units of its paths' work */
+		double		work = 0.0;
+		double		checks;
+
+		for (int64_t p = 0; p < pt->num_paths; p++)
+			work += (double) ts_path_work(pt, p);
+		checks = (double) rows * work / (double) TS_INTERRUPT_WORK;
 		double		ns = check_ns();
 
 		printf("{\"paths\": %lld, \"rows\": %d, \"rounds\": %d, \"no_check_s\": %.4f, \"check_s\": %.4f, "

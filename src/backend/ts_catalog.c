@@ -278,7 +278,7 @@ cache_entry(TsCachedModel *entry)
 	return entry;
 }
 
-/* Read the stored bytes and build model and path table. */
+/* Read the stored bytes and parse the model; its path table waits for a call that needs it. */
 static TsCachedModel *
 build_entry(const char *name, const StoredModel *stored)
 {
@@ -290,10 +290,30 @@ build_entry(const char *name, const StoredModel *stored)
 		elog(ERROR, "could not read model \"%s\"", name);
 	old = MemoryContextSwitchTo(entry->context);
 	entry->model = ts_read_model_or_error(name, bytes);
-	entry->paths = ts_paths_build(entry->model);
-	entry->num_paths = entry->paths->num_paths;
 	MemoryContextSwitchTo(old);
 	return cache_entry(entry);
+}
+
+/*
+ * The entry's path table, built at its first use. It is built in a context
+ * of the call's until complete, so that a cancel halfway frees it all.
+ */
+const TsPathTable *
+ts_model_paths(TsCachedModel *entry)
+{
+	if (entry->paths == NULL)
+	{
+		MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap path table",
+												  ALLOCSET_DEFAULT_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(ctx);
+		TsPathTable *pt = ts_paths_build(entry->model);
+
+		MemoryContextSwitchTo(old);
+		MemoryContextSetParent(ctx, entry->context);
+		entry->paths = pt;
+		entry->num_paths = pt->num_paths;
+	}
+	return entry->paths;
 }
 
 /* Take the model's interface from the GPU service, which holds (or now loads) the model. */

@@ -20,8 +20,8 @@ struct TsCachedModel
 	MemoryContext context;		/* owns the entry, model and path table */
 	bool		interface_only; /* from the GPU service: no trees, paths holds the long ones only */
 	TsModel    *model;
-	TsPathTable *paths;
-	int64		num_paths;		/* of the whole path table */
+	TsPathTable *paths;			/* NULL until ts_model_paths builds it */
+	int64		num_paths;		/* of the whole path table, once built */
 	int64	   *long_paths;		/* paths too long for the GPU, listed on first GPU use */
 	int64		num_long;
 	int			pins;			/* calls using it now; retired entries wait for 0 */
@@ -37,6 +37,9 @@ struct TsCachedModel
  */
 extern TsCachedModel *ts_model_acquire(const char *name, bool gpu);
 extern void ts_model_release(TsCachedModel *entry);
+
+/* The entry's path table, built at its first use (predictions walk the trees without one). */
+extern const TsPathTable *ts_model_paths(TsCachedModel *entry);
 
 /*
  * A model's catalog identity (name, version, length, digest) in an entry

@@ -192,7 +192,7 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->store = rsinfo->setResult;
 	em->desc = rsinfo->setDesc;
 	em->model = m;
-	em->paths = cached->paths;
+	em->paths = kind == TS_RESULT_PREDICT ? NULL : ts_model_paths(cached);
 	em->algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
 	em->feature_text = NULL;
 	em->rows = 0;
@@ -472,9 +472,10 @@ treeshap_shap_values(PG_FUNCTION_ARGS)
 			phi = shap_row_gpu(cached, x, (TsGpuRun **) &run);
 		else
 		{
+			const TsPathTable *pt = ts_model_paths(cached);
+
 			phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
-			ts_cpu_shap_row(cached->paths, ts_cpu_algorithm(), x, phi,
-							palloc(sizeof(double) * ts_cpu_scratch_len(cached->paths)));
+			ts_cpu_shap_row(pt, ts_cpu_algorithm(), x, phi, palloc(sizeof(double) * ts_cpu_scratch_len(pt)));
 		}
 		result = contribs_array(phi, m->num_outputs, m->num_features);
 		/* copy out of SPI's memory before SPI_finish frees it */

@@ -323,7 +323,7 @@ long_paths_of(TsCachedModel *entry)
 	{
 		MemoryContext old = MemoryContextSwitchTo(entry->context);
 
-		entry->long_paths = ts_pack_long_paths(entry->paths, &entry->num_long);
+		entry->long_paths = ts_pack_long_paths(ts_model_paths(entry), &entry->num_long);
 		MemoryContextSwitchTo(old);
 	}
 	return entry->num_long;
@@ -337,7 +337,7 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 											  ALLOCSET_SMALL_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(ctx);
 	TsGpuRun   *run = palloc0(sizeof(TsGpuRun));
-	const TsPathTable *pt = entry->paths;
+	const TsPathTable *pt = ts_model_paths(entry);
 	TsGpuJob	job;
 	int64		num_long;
 

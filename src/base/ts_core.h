@@ -49,12 +49,14 @@ extern void *ts_realloc(void *ptr, size_t size);
 extern void ts_free(void *ptr);
 
 /*
- * Cancellation: the core's long loops call ts_check_interrupts() between
- * bounded units of work (1,024 paths of one row, one tree of a path table
- * build). A process may install a check that does not return: a backend's
- * raises its pending ERROR, which is safe because the core allocates
- * through ts_alloc (memory contexts there) and keeps no other state across
- * these calls.
+ * Cancellation: the core's long loops call ts_check_interrupts_after(work)
+ * as they go, with the work just done in units of about one multiply-add
+ * or one node visited, and every TS_INTERRUPT_WORK units (about a
+ * millisecond, whatever the model's shape) that calls ts_check_interrupts().
+ * A process may install a check that does not return: a backend's raises
+ * its pending ERROR, which is safe because the core allocates through
+ * ts_alloc (memory contexts there) and keeps no other state across these
+ * calls.
  */
 typedef void (*TsInterruptCheck) (void);
 /* per thread: the core's row pool (core/ts_row_pool.h) gives its threads their own */
@@ -68,7 +70,22 @@ ts_check_interrupts(void)
 		ts_interrupt_check();
 }
 
-/* Paths between two cancellation points of a loop over paths (a power of two). */
-#define TS_INTERRUPT_PATHS 1024
+/* Work units between two cancellation points. */
+#define TS_INTERRUPT_WORK ((int64_t) 1 << 20)
+
+/* per thread: units left until the next cancellation point */
+extern __thread int64_t ts_interrupt_work_left;
+
+/* Count work units done; past TS_INTERRUPT_WORK of them, a cancellation point. */
+static inline void
+ts_check_interrupts_after(int64_t work)
+{
+	ts_interrupt_work_left -= work;
+	if (ts_interrupt_work_left <= 0)
+	{
+		ts_interrupt_work_left = TS_INTERRUPT_WORK;
+		ts_check_interrupts();
+	}
+}
 
 #endif							/* TS_CORE_H */

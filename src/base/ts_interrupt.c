@@ -6,6 +6,7 @@
 #include "base/ts_core.h"
 
 __thread TsInterruptCheck ts_interrupt_check = NULL;
+__thread int64_t ts_interrupt_work_left = TS_INTERRUPT_WORK;
 
 /* Call check at every later cancellation point of this thread. */
 void

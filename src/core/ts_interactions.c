@@ -146,9 +146,8 @@ ts_interactions_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t n
 		double	   *o = scratch + 2 * n;
 		double	   *base = out + (size_t) pt->path_group[p] * sel->count * nf;
 
-		/* a path's pairs cost about four paths' SHAP values */
-		if ((i & (TS_INTERRUPT_PATHS / 4 - 1)) == TS_INTERRUPT_PATHS / 4 - 1)
-			ts_check_interrupts();
+		/* a path's pairs cost about its length times its SHAP values */
+		ts_check_interrupts_after(ts_path_work(pt, p) * ts_path_len(pt, p));
 		if (!path_selected(pt, p, sel) || !ts_shap_fractions(pt, p, row, z, o))
 			continue;
 		add_diagonal(pt, p, method, sel, z, o, w, base);
@@ -203,8 +202,6 @@ ts_interactions_row(const TsPathTable *pt, const float *row, TsInteractionMethod
 	memset(out, 0, len * sizeof(double));
 	for (int64_t p = 0; p < pt->num_paths; p++)
 	{
-		if ((p & (TS_INTERRUPT_PATHS / 4 - 1)) == TS_INTERRUPT_PATHS / 4 - 1)
-			ts_check_interrupts();
 		ts_interactions_add_paths(pt, &p, 1, row, method, sel, out, scratch);
 	}
 	ts_interactions_finish(pt->num_outputs, pt->num_features, method, sel, out);

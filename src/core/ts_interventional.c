@@ -121,7 +121,6 @@ ts_background_create(const TsModel *m, const float *x, int64_t nrows, bool proba
 		row_output(m, bg->x + j * nf, probability, bg->margin + j * no, bg->output + j * no);
 		for (size_t k = 0; k < no; k++)
 			bg->base[k] += bg->output[j * no + k];
-		ts_check_interrupts();
 	}
 	for (size_t k = 0; k < no; k++)
 		bg->base[k] /= (double) nrows;
@@ -348,8 +347,7 @@ pair_values(TsWalk *w, const float *x, const float *r, double *phi)
 	for (int32_t t = 0; t < w->model->num_trees; t++)
 	{
 		tree_pair(w, t, x, r, phi);
-		if ((t & (TS_INTERRUPT_PATHS - 1)) == TS_INTERRUPT_PATHS - 1)
-			ts_check_interrupts();
+		ts_check_interrupts_after(w->model->tree_offset[t + 1] - w->model->tree_offset[t]);
 	}
 }
 
@@ -391,7 +389,6 @@ ts_interventional_row(const TsBackground *bg, const float *x, double *phi, doubl
 			add_scaled_pair(&w, x, j, phi);
 		else
 			pair_values(&w, x, bg->x + j * nf, phi);
-		ts_check_interrupts();
 	}
 	for (int32_t k = 0; k < m->num_outputs; k++)
 	{

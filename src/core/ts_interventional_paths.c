@@ -79,7 +79,9 @@ ts_interventional_add_paths_row(const TsPathTable *pt, const int64_t *paths, int
 	for (int64_t j = 0; j < bg->nrows; j++)
 	{
 		for (int64_t i = 0; i < num_paths; i++)
+		{
 			add_path_pair(pt, paths[i], bg, j, x, margin_x, output_x, phi);
-		ts_check_interrupts();
+			ts_check_interrupts_after(ts_path_len(pt, paths[i]));
+		}
 	}
 }

@@ -188,8 +188,7 @@ ts_iv_plan_count(const TsPathTable *pt, const TsBackground *bg, int64_t first, i
 	for (int64_t p = first; p < first + count; p++)
 	{
 		ngroups[p] = path_elements(pt, p) > TS_IV_PLAN_MAX_ELEMENTS ? 0 : group_rows(pt, bg, p, &s);
-		if ((p & (TS_INTERRUPT_PATHS - 1)) == TS_INTERRUPT_PATHS - 1)
-			ts_check_interrupts();
+		ts_check_interrupts_after(ts_path_len(pt, p) * (bg->nrows + 1));
 	}
 }
 
@@ -296,8 +295,7 @@ ts_iv_plan_fill(TsIvPlan *plan, int64_t first, int64_t count, void *scratch)
 	{
 		if (plan->group_start[p + 1] > plan->group_start[p])
 			fill_path(plan, p, &s);
-		if ((p & (TS_INTERRUPT_PATHS - 1)) == TS_INTERRUPT_PATHS - 1)
-			ts_check_interrupts();
+		ts_check_interrupts_after(ts_path_len(plan->pt, p) * (plan->bg->nrows + 1));
 	}
 }
 
@@ -492,8 +490,7 @@ ts_iv_plan_row(const TsIvPlan *plan, const float *x, double *phi, double *scratc
 	{
 		if (plan->group_start[p + 1] > plan->group_start[p])
 			path_row(plan, p, x, &w, phi);
-		if ((p & (TS_INTERRUPT_PATHS - 1)) == TS_INTERRUPT_PATHS - 1)
-			ts_check_interrupts();
+		ts_check_interrupts_after(ts_path_work(pt, p) * (plan->group_start[p + 1] - plan->group_start[p]));
 	}
 	if (plan->num_long > 0)
 		ts_interventional_add_paths_row(pt, plan->long_paths, plan->num_long, &rows, x,

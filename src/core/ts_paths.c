@@ -30,16 +30,6 @@ typedef struct TsPathBuilder
 	int64_t		pool_cap;
 } TsPathBuilder;
 
-/* Order edges by feature so repeated features become neighbours. */
-static int
-edge_cmp(const void *a, const void *b)
-{
-	int32_t		fa = ((const TsEdge *) a)->feature;
-	int32_t		fb = ((const TsEdge *) b)->feature;
-
-	return (fa > fb) - (fa < fb);
-}
-
 /* Make room for one more path of up to len elements. */
 static void
 reserve(TsPathBuilder *b, int64_t len)
@@ -149,38 +139,141 @@ merge_sets(TsPathBuilder *b, const TsEdge *edges, int32_t n)
 }
 
 /*
- * Emit the path ending at a leaf with its value_width values v: root
- * element, then the edges merged per feature (bounds intersected, missing
- * flags ANDed, zero fractions multiplied).
+ * The walk: a depth-first visit of each tree that keeps, per feature, the
+ * merge of the edges on the way down (bounds intersected, missing flags
+ * ANDed, zero fractions multiplied), so a leaf's path costs its unique
+ * features, never its depth: a chain of depth d has paths of d edges in all
+ * d^2 / 2, but of at most num_features merged elements.
+ */
+typedef struct TsFeatureMerge
+{
+	TsEdge		merged;			/* the merge of the feature's edges on the current path */
+	int32_t		count;			/* its edges on the path; 0: not on it */
+	int32_t		last;			/* its deepest edge (a frame), -1 when none */
+	int32_t		active_pos;		/* where the feature sits in active */
+} TsFeatureMerge;
+
+/* A node on the walk's stack, with the edge into it and what that edge replaced. */
+typedef struct TsFrame
+{
+	int32_t		node;
+	int32_t		phase;			/* 0: arrived, 1: left child visited, 2: both */
+	bool		has_edge;		/* every frame but the root's */
+	TsEdge		edge;
+	TsEdge		saved;			/* its feature's merge before the edge */
+	int32_t		saved_last;
+	int32_t		prev_same;		/* the feature's edge above this one, -1 when none */
+} TsFrame;
+
+/* What a walk keeps across trees: per-feature merges, active features, the stack. */
+typedef struct TsWalk
+{
+	TsFeatureMerge *feat;
+	int32_t    *active;			/* features with count > 0, in no order */
+	int32_t		num_active;
+	TsFrame    *frames;
+	int32_t    *order;			/* scratch: active sorted by feature */
+	TsEdge	   *same;			/* scratch: one feature's edges, for category sets */
+} TsWalk;
+
+/* Work units a leaf's path of k unique features costs to sort and emit. */
+static inline int64_t
+leaf_work(int32_t k)
+{
+	return 16 + (int64_t) k * 8;
+}
+
+/* Add edge e (frame f's) to its feature's merge. */
+static void
+walk_push(TsWalk *w, TsFrame *f)
+{
+	TsFeatureMerge *fm = &w->feat[f->edge.feature];
+
+	f->saved = fm->merged;
+	f->saved_last = fm->last;
+	f->prev_same = fm->last;
+	if (fm->count++ == 0)
+	{
+		fm->merged = f->edge;
+		fm->active_pos = w->num_active;
+		w->active[w->num_active++] = f->edge.feature;
+	}
+	else
+	{
+		fm->merged.lower = fmaxf(fm->merged.lower, f->edge.lower);
+		fm->merged.upper = fminf(fm->merged.upper, f->edge.upper);
+		fm->merged.missing &= f->edge.missing;
+		fm->merged.zero_fraction *= f->edge.zero_fraction;
+		if (f->edge.cat_set >= 0)
+			fm->merged.cat_set = f->edge.cat_set;	/* any categorical edge: the sets decide */
+	}
+	fm->last = (int32_t) (f - w->frames);
+}
+
+/* Take frame f's edge back out of its feature's merge. */
+static void
+walk_pop(TsWalk *w, const TsFrame *f)
+{
+	TsFeatureMerge *fm = &w->feat[f->edge.feature];
+
+	fm->merged = f->saved;
+	fm->last = f->saved_last;
+	if (--fm->count == 0)
+	{
+		int32_t		moved = w->active[--w->num_active];
+
+		w->active[fm->active_pos] = moved;
+		w->feat[moved].active_pos = fm->active_pos;
+	}
+}
+
+/* Order feature numbers ascending. */
+static int
+feature_cmp(const void *a, const void *b)
+{
+	int32_t		fa = *(const int32_t *) a;
+	int32_t		fb = *(const int32_t *) b;
+
+	return (fa > fb) - (fa < fb);
+}
+
+/* The category set of feature f's merged edges on the current path, or -1. */
+static int32_t
+walk_cat_set(TsPathBuilder *b, TsWalk *w, int32_t f)
+{
+	const TsFeatureMerge *fm = &w->feat[f];
+	int32_t		n = 0;
+
+	if (fm->merged.cat_set < 0)
+		return -1;
+	for (int32_t i = fm->last; i >= 0; i = w->frames[i].prev_same)
+		w->same[n++] = w->frames[i].edge;
+	ts_check_interrupts_after(n);
+	return merge_sets(b, w->same, n);
+}
+
+/*
+ * Emit the path ending at a leaf with its value_width values v: the root
+ * element, then one merged element per feature, in feature order.
  */
 static void
-emit_path(TsPathBuilder *b, TsEdge *edges, int32_t nedges, int32_t tree, int32_t group,
-		  const double *v)
+emit_path(TsPathBuilder *b, TsWalk *w, int32_t tree, int32_t group, const double *v)
 {
 	TsPathTable *pt = b->pt;
 	int64_t		start = pt->num_elements;
 	double		reach = 1.0;
-
 	const TsEdge root = {-1, -INFINITY, INFINITY, 1, -1, false, 1.0};
 
-	qsort(edges, (size_t) nedges, sizeof(TsEdge), edge_cmp);
-	reserve(b, nedges + 1);
+	memcpy(w->order, w->active, sizeof(int32_t) * (size_t) w->num_active);
+	qsort(w->order, (size_t) w->num_active, sizeof(int32_t), feature_cmp);
+	reserve(b, w->num_active + 1);
 	push_element(pt, &root, -1);
-	for (int32_t i = 0; i < nedges; i++)
+	for (int32_t i = 0; i < w->num_active; i++)
 	{
-		TsEdge		e = edges[i];
-		int32_t		first = i;
+		const TsEdge *e = &w->feat[w->order[i]].merged;
 
-		while (i + 1 < nedges && edges[i + 1].feature == e.feature)
-		{
-			i++;
-			e.lower = fmaxf(e.lower, edges[i].lower);
-			e.upper = fminf(e.upper, edges[i].upper);
-			e.missing &= edges[i].missing;
-			e.zero_fraction *= edges[i].zero_fraction;
-		}
-		push_element(pt, &e, merge_sets(b, edges + first, i - first + 1));
-		reach *= e.zero_fraction;
+		push_element(pt, e, walk_cat_set(b, w, w->order[i]));
+		reach *= e->zero_fraction;
 	}
 	pt->path_start[pt->num_paths] = start;
 	pt->path_group[pt->num_paths] = group;
@@ -225,33 +318,81 @@ make_edge(const TsModel *m, int64_t base, int32_t p, int32_t c)
 	return e;
 }
 
-/* Extract the paths of one tree by walking from each leaf up to the root. */
+/* At a leaf: emit its path (b != NULL), or count its path and elements. */
 static void
-tree_paths(TsPathBuilder *b, const TsModel *m, int32_t t, int32_t *parent, TsEdge *edges)
+visit_leaf(TsPathBuilder *b, TsWalk *w, const TsModel *m, int32_t t, int32_t leaf, int64_t *counts)
+{
+	const double *v = m->leaf_value + (m->tree_offset[t] + leaf) * ts_leaf_size(m);
+
+	/* a vector leaf is one path whose values share its elements */
+	if (!any_nonzero(v, ts_leaf_size(m)))
+		return;
+	ts_check_interrupts_after(leaf_work(w->num_active));
+	if (b != NULL)
+		emit_path(b, w, t, m->tree_group[t], v);
+	else
+	{
+		counts[0]++;
+		counts[1] += w->num_active + 1;
+	}
+}
+
+/* Walk tree t depth first, visiting each leaf with its merged path. */
+static void
+walk_tree(TsPathBuilder *b, TsWalk *w, const TsModel *m, int32_t t, int64_t *counts)
 {
 	int64_t		base = m->tree_offset[t];
-	int32_t		n = (int32_t) (m->tree_offset[t + 1] - base);
+	int32_t		top = 0;
 
-	parent[0] = -1;
-	for (int32_t i = 0; i < n; i++)
-		if (m->left[base + i] != -1)
-		{
-			parent[m->left[base + i]] = i;
-			parent[m->right[base + i]] = i;
-		}
-	for (int32_t leaf = 0; leaf < n; leaf++)
+	w->frames[0] = (TsFrame) {.node = 0};
+	while (top >= 0)
 	{
-		int32_t		nedges = 0;
-		const double *v = m->leaf_value + (base + leaf) * ts_leaf_size(m);
+		TsFrame    *f = &w->frames[top];
+		int32_t		left = m->left[base + f->node];
 
-		if (m->left[base + leaf] != -1)
+		ts_check_interrupts_after(1);
+		if (left != -1 && f->phase < 2)
+		{
+			int32_t		child = f->phase++ == 0 ? left : m->right[base + f->node];
+			TsFrame    *c = &w->frames[++top];
+
+			*c = (TsFrame) {.node = child, .has_edge = true, .edge = make_edge(m, base, f->node, child)};
+			walk_push(w, c);
 			continue;
-		for (int32_t c = leaf; parent[c] != -1; c = parent[c])
-			edges[nedges++] = make_edge(m, base, parent[c], c);
-		/* a vector leaf is one path whose values share its elements */
-		if (any_nonzero(v, ts_leaf_size(m)))
-			emit_path(b, edges, nedges, t, m->tree_group[t], v);
+		}
+		if (left == -1)
+			visit_leaf(b, w, m, t, f->node, counts);
+		if (f->has_edge)
+			walk_pop(w, f);
+		top--;
 	}
+}
+
+/* Walk every tree: build b's table, or count paths and elements into counts. */
+static void
+walk_trees(TsPathBuilder *b, const TsModel *m, int64_t *counts)
+{
+	TsWalk		w = {0};
+	int64_t		largest = 1;
+	int32_t		nf = m->num_features > 0 ? m->num_features : 1;
+
+	for (int32_t t = 0; t < m->num_trees; t++)
+		if (m->tree_offset[t + 1] - m->tree_offset[t] > largest)
+			largest = m->tree_offset[t + 1] - m->tree_offset[t];
+	w.feat = ts_alloc0(sizeof(TsFeatureMerge) * (size_t) nf);
+	w.active = ts_alloc(sizeof(int32_t) * (size_t) nf);
+	w.order = ts_alloc(sizeof(int32_t) * (size_t) nf);
+	w.frames = ts_alloc(sizeof(TsFrame) * (size_t) largest);
+	w.same = ts_alloc(sizeof(TsEdge) * (size_t) largest);
+	for (int32_t f = 0; f < nf; f++)
+		w.feat[f].last = -1;
+	for (int32_t t = 0; t < m->num_trees; t++)
+		walk_tree(b, &w, m, t, counts);
+	ts_free(w.feat);
+	ts_free(w.active);
+	ts_free(w.order);
+	ts_free(w.frames);
+	ts_free(w.same);
 }
 
 /* Build the table for every tree; the model must have passed validation. */
@@ -260,9 +401,6 @@ ts_paths_build(const TsModel *m)
 {
 	TsPathBuilder b = {0};
 	TsPathTable *pt = ts_alloc0(sizeof(TsPathTable));
-	int64_t		largest = 1;
-	int32_t    *parent;
-	TsEdge	   *edges;
 
 	pt->num_features = m->num_features;
 	pt->num_outputs = m->num_outputs;
@@ -272,21 +410,20 @@ ts_paths_build(const TsModel *m)
 	b.pt = pt;
 	reserve(&b, 1);
 	pt->path_start[0] = 0;
-	for (int32_t t = 0; t < m->num_trees; t++)
-		if (m->tree_offset[t + 1] - m->tree_offset[t] > largest)
-			largest = m->tree_offset[t + 1] - m->tree_offset[t];
-	parent = ts_alloc((size_t) largest * sizeof(int32_t));
-	edges = ts_alloc((size_t) largest * sizeof(TsEdge));
-	for (int32_t t = 0; t < m->num_trees; t++)
-	{
-		ts_check_interrupts();
-		tree_paths(&b, m, t, parent, edges);
-	}
-	ts_free(parent);
-	ts_free(edges);
+	walk_trees(&b, m, NULL);
 	for (int32_t k = 0; k < m->num_outputs; k++)
 		pt->bias[k] += m->base_margin[k];
 	return pt;
+}
+
+void
+ts_paths_count(const TsModel *m, int64_t *paths, int64_t *elements)
+{
+	int64_t		counts[2] = {0, 0};
+
+	walk_trees(NULL, m, counts);
+	*paths = counts[0];
+	*elements = counts[1];
 }
 
 /* Free a path table. */

@@ -70,8 +70,30 @@ ts_path_output_offset(const TsPathTable *pt, int64_t p, int32_t k)
 	return (size_t) (pt->path_group[p] + k) * (size_t) (pt->num_features + 1);
 }
 
+/* Elements of path p, its root included. */
+static inline int64_t
+ts_path_len(const TsPathTable *pt, int64_t p)
+{
+	return pt->path_start[p + 1] - pt->path_start[p];
+}
+
+/* Work units of one row's SHAP values of path p: its elements squared (ts_core.h). */
+static inline int64_t
+ts_path_work(const TsPathTable *pt, int64_t p)
+{
+	int64_t		len = ts_path_len(pt, p);
+
+	return 4 + len * len;
+}
+
 /* Build the path table of a validated model. */
 extern TsPathTable *ts_paths_build(const TsModel *m);
+
+/*
+ * Paths and elements (root included) the table of a validated model would
+ * hold, without building it: a walk of the trees, O(nodes + elements).
+ */
+extern void ts_paths_count(const TsModel *m, int64_t *paths, int64_t *elements);
 
 extern void ts_paths_free(TsPathTable *pt);
 

@@ -139,8 +139,7 @@ ts_cpu_shap_add_paths(const TsPathTable *pt, TsShapAlgorithm alg, const int64_t 
 {
 	for (int64_t i = 0; i < npaths; i++)
 	{
-		if ((i & (TS_INTERRUPT_PATHS - 1)) == TS_INTERRUPT_PATHS - 1)
-			ts_check_interrupts();
+		ts_check_interrupts_after(ts_path_work(pt, paths[i]));
 		add_path(pt, alg, paths[i], row, phi, scratch);
 	}
 }
@@ -165,8 +164,7 @@ ts_cpu_shap_row(const TsPathTable *pt, TsShapAlgorithm alg, const float *row, do
 	memset(phi, 0, width * (size_t) pt->num_outputs * sizeof(double));
 	for (int64_t p = 0; p < pt->num_paths; p++)
 	{
-		if ((p & (TS_INTERRUPT_PATHS - 1)) == TS_INTERRUPT_PATHS - 1)
-			ts_check_interrupts();
+		ts_check_interrupts_after(ts_path_work(pt, p));
 		add_path(pt, alg, p, row, phi, scratch);
 	}
 	for (int32_t k = 0; k < pt->num_outputs; k++)

@@ -137,6 +137,7 @@ validate_tree(TsModel *m, int32_t t, uint8_t *seen, int32_t *stack, int32_t *dep
 		int32_t		r = m->right[g];
 
 		visited++;
+		ts_check_interrupts_after(4);
 		if (!(m->cover[g] >= 0.0) || !isfinite(m->cover[g]))
 			return ts_fail(err, TS_ERR_INVALID,
 						   "tree %d node %d has an invalid cover (%g); covers must be finite and >= 0",
@@ -252,13 +253,16 @@ ts_model_predict_margin(const TsModel *m, const float *row, double *margin)
 	{
 		int64_t		base = m->tree_offset[t];
 		int32_t		i = 0;
+		int64_t		steps = 1;
 
 		while (m->left[base + i] != -1)
 		{
 			int64_t		g = base + i;
 
 			i = ts_node_goes_left(m, g, row[m->split_feature[g]]) ? m->left[g] : m->right[g];
+			steps++;
 		}
+		ts_check_interrupts_after(steps);
 		for (int32_t k = 0; k < ts_leaf_size(m); k++)
 			margin[m->tree_group[t] + k] += m->leaf_value[(base + i) * ts_leaf_size(m) + k];
 	}
