@@ -517,3 +517,16 @@ CREATE OR REPLACE FUNCTION treeshap._model_stamp()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'treeshap_model_stamp'
 LANGUAGE C;
+
+-- What a model's SHAP values cost, before any job runs: its root-to-leaf paths
+-- and their elements (the unique features of each path, plus one), about the
+-- work of one row's explanation. Derived from the bytes by the trigger above.
+ALTER TABLE treeshap.model_store ADD COLUMN num_paths bigint, ADD COLUMN path_elements bigint;
+UPDATE treeshap.model_store SET model = model;
+CREATE OR REPLACE VIEW treeshap.models AS
+SELECT name, format, num_trees, num_features, num_outputs, max_depth, num_leaves,
+       feature_names, objective, base_score, octet_length(model)::bigint AS size,
+       created_at, version, categorical_features, num_categories, owner, num_paths, path_elements
+  FROM treeshap.model_store;
+COMMENT ON COLUMN treeshap.model_store.path_elements IS
+    'elements of the model''s path table (per path its unique features plus one): about the work of one row''s SHAP values';

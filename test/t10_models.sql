@@ -4,7 +4,7 @@
 -- libraries, or the brute-force Shapley oracle, in t01_oracle.sql.)
 BEGIN;
 \ir setup.sql
-SELECT plan(37);
+SELECT plan(40);
 
 -- +-inf thresholds: the trees of inf_json/inf_ubj split on them, and the
 -- margins walk them as XGBoost does
@@ -168,6 +168,22 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('cb_onehot', pg_temp.
 SELECT throws_like($$SELECT * FROM treeshap.explain_shap_wide('cb_onehot',
                        replace(pg_temp.text_query('cb_onehot'), 't.t[7]::text', 'd.x[7]'))$$,
                    '%CatBoost categorical feature "workclass" takes text%', 'cb_onehot: a numeric column for a categorical feature is refused');
+
+-- Path counts (issue 43): a chain over features 0, 1, 0 whose leaves hold 0.1, 0 (a
+-- leaf of zeros adds no path), 0.3 and -0.2: paths {f0}, {f0, f1} twice (f0 merged),
+-- so 3 paths of 2 + 3 + 3 elements, the root element included
+SELECT 1 FROM treeshap.load_model('t10_chain', convert_to($${"learner":{"attributes":{},"feature_names":[],"feature_types":[],"gradient_booster":{"model":{"gbtree_model_param":{"num_parallel_tree":"1","num_trees":"1"},"iteration_indptr":[0,1],"tree_info":[0],"trees":[{"base_weights":[0.5,0.1,0.5,0.0,0.8,0.3,-0.2],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],"default_left":[1,0,0,0,1,0,0],"id":0,"left_children":[1,-1,3,-1,5,-1,-1],"loss_changes":[0.0,0.0,0.0,0.0,0.0,0.0,0.0],"parents":[2147483647,0,0,2,2,4,4],"right_children":[2,-1,4,-1,6,-1,-1],"split_conditions":[0.5,0.1,0.5,0.0,0.8,0.3,-0.2],"split_indices":[0,0,1,0,0,0,0],"split_type":[0,0,0,0,0,0,0],"sum_hessian":[10,4,6,2,4,3,1],"tree_param":{"num_deleted":"0","num_feature":"2","num_nodes":"7","size_leaf_vector":"1"}}],"cats":{}},"name":"gbtree"},"learner_model_param":{"base_score":"[5E-1]","boost_from_average":"1","num_class":"0","num_feature":"2","num_target":"1"},"objective":{"name":"reg:squarederror","reg_loss_param":{"scale_pos_weight":"1"}}},"version":[3,0,0]}$$, 'UTF8'), replace => true) \g /dev/null
+SELECT is((SELECT (num_leaves, num_paths, path_elements)::text FROM treeshap.models WHERE name = 't10_chain'),
+          '(4,3,8)', 'treeshap.models counts the paths and their merged elements, zero leaves left out');
+SELECT is((SELECT count(*) FROM treeshap.models
+            WHERE num_paths IS NULL OR num_paths > num_leaves OR path_elements < 2 * num_paths
+               OR path_elements > num_paths * (least(max_depth, num_features) + 1)),
+          0::bigint, 'every model''s path counts lie within what its leaves, depth and features allow');
+UPDATE treeshap.model_store SET model = convert_to(replace(convert_from(model, 'UTF8'),
+       '"split_indices":[0,0,1,0,0,0,0]', '"split_indices":[0,0,0,0,0,0,0]'), 'UTF8')
+ WHERE name = 't10_chain';
+SELECT is((SELECT (num_paths, path_elements)::text FROM treeshap.models WHERE name = 't10_chain'),
+          '(3,6)', 'new bytes recount: with every split on f0, 3 paths of 2 elements');
 
 SELECT * FROM finish();
 ROLLBACK;

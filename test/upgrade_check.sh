@@ -34,6 +34,9 @@ check "the update reaches the default version" \
 check "models, versions and bytes unchanged" "$(q upgraded -c "SELECT string_agg(name || ':' || version || ':' || sha256, ',' ORDER BY name)
     FROM (SELECT m.name, m.version, encode(sha256(s.model), 'hex') AS sha256
             FROM treeshap.models m JOIN treeshap.model_store s USING (name)) v")" "$before"
+check "models loaded under 0.1.0 have their path counts after the update" \
+  "$(q upgraded -c "SELECT count(*) FILTER (WHERE num_paths > 0 AND path_elements > num_paths) || '/' || count(*)
+                      FROM treeshap.models")" "2/2"
 check "explanations unchanged" "$(q upgraded -c "SELECT md5(string_agg(row_key || ':' || output || ':' || array_to_string(shap_values, ','), ';'
                                              ORDER BY row_key, output))
                           FROM treeshap.explain_shap_wide('reg', 'SELECT * FROM houses')")" "$values"

@@ -27,13 +27,18 @@
 PG_FUNCTION_INFO_V1(treeshap_store_model);
 PG_FUNCTION_INFO_V1(treeshap_model_stamp);
 
-/* The columns the trigger derives from the bytes, in the order it fills them. */
+/*
+ * The columns the trigger derives from the bytes, in the order it fills them:
+ * 0.1.0's (which load_model writes itself too), then 0.2.0's path counts.
+ */
 static const char *const derived_columns[] = {
 	"format", "num_trees", "num_features", "num_outputs", "max_depth", "num_leaves",
-	"feature_names", "objective", "base_score", "categorical_features", "num_categories", "digest"
+	"feature_names", "objective", "base_score", "categorical_features", "num_categories", "digest",
+	"num_paths", "path_elements"
 };
 
 #define NUM_DERIVED (lengthof(derived_columns))
+#define NUM_STORED 12			/* the ones 0.1.0's catalog has */
 
 /*
  * The model _store_model has parsed, while it writes its row: the trigger
@@ -65,6 +70,9 @@ check_name_free(Datum name_datum, const char *name)
 static void
 derived_values(const TsModel *m, uint64 digest, Datum *values, bool *nulls)
 {
+	int64_t		paths;
+	int64_t		elements;
+
 	memset(nulls, 0, sizeof(bool) * NUM_DERIVED);
 	values[0] = CStringGetTextDatum(m->format);
 	values[1] = Int32GetDatum(m->num_trees);
@@ -79,16 +87,19 @@ derived_values(const TsModel *m, uint64 digest, Datum *values, bool *nulls)
 	ts_categorical_arrays(m, &values[9], &values[10], &nulls[9]);
 	nulls[10] = nulls[9];
 	values[11] = Int64GetDatum((int64) digest);
+	ts_paths_count(m, &paths, &elements);
+	values[12] = Int64GetDatum(paths);
+	values[13] = Int64GetDatum(elements);
 }
 
-/* The derived columns, comma separated, or as assignments from an ON CONFLICT's proposed row. */
+/* 0.1.0's derived columns, comma separated, or as assignments from an ON CONFLICT's proposed row. */
 static char *
 column_list(bool assign)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	for (int i = 0; i < (int) NUM_DERIVED; i++)
+	for (int i = 0; i < NUM_STORED; i++)
 	{
 		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", derived_columns[i]);
 		if (assign)
@@ -106,28 +117,28 @@ column_list(bool assign)
 static void
 store_row(Datum name_datum, bytea *bytes, const TsModel *m, uint64 digest, bool replace)
 {
-	Oid			argtypes[2 + NUM_DERIVED] = {TEXTOID, BYTEAOID, TEXTOID, INT4OID, INT4OID, INT4OID,
+	Oid			argtypes[2 + NUM_STORED] = {TEXTOID, BYTEAOID, TEXTOID, INT4OID, INT4OID, INT4OID,
 	INT4OID, INT8OID, TEXTARRAYOID, TEXTOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT8OID};
 	Datum		args[2 + NUM_DERIVED] = {name_datum, PointerGetDatum(bytes)};
 	bool		isnull[NUM_DERIVED];
-	char		nulls[2 + NUM_DERIVED];
+	char		nulls[2 + NUM_STORED];
 	StringInfoData sql;
 
 	derived_values(m, digest, args + 2, isnull);
 	memset(nulls, ' ', sizeof(nulls));
-	for (int i = 0; i < (int) NUM_DERIVED; i++)
+	for (int i = 0; i < NUM_STORED; i++)
 		nulls[2 + i] = isnull[i] ? 'n' : ' ';
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO treeshap.model_store AS s (name, model, %s) VALUES ($1, $2",
 					 column_list(false));
-	for (int i = 0; i < (int) NUM_DERIVED; i++)
+	for (int i = 0; i < NUM_STORED; i++)
 		appendStringInfo(&sql, ", $%d", 3 + i);
 	appendStringInfoString(&sql, ")");
 	if (replace)
 		appendStringInfo(&sql, " ON CONFLICT (name) DO UPDATE SET model = EXCLUDED.model, %s, "
 						 "created_at = now(), version = nextval('treeshap.model_version')",
 						 column_list(true));
-	if (SPI_execute_with_args(sql.data, 2 + NUM_DERIVED, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_with_args(sql.data, 2 + NUM_STORED, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not store model");
 }
 
