@@ -9,7 +9,7 @@
 #   backend  the backend's SQL glue
 # PostgreSQL headers only in service/ and backend/.
 # cuda/ holds the kernels behind the plain-C cuda/ts_cuda.h, at the gpu layer.
-TS_BASE_SRCS = base/ts_error.c base/ts_alloc.c base/ts_interrupt.c
+TS_BASE_SRCS = base/ts_error.c base/ts_alloc.c base/ts_alloc_tracked.c base/ts_interrupt.c
 TS_MODEL_SRCS = model/ts_json.c model/ts_ubjson.c model/ts_model.c model/ts_catdict.c \
     model/ts_cityhash.c model/ts_xgboost.c model/ts_xgboost_cats.c model/ts_lightgbm.c \
     model/ts_catboost.c
@@ -20,7 +20,7 @@ TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_i
 TS_GPU_SRCS = gpu/ts_gpu.c gpu/ts_gpu_quad.c gpu/ts_gpu_forest.c
 TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_service_relay.c \
     service/ts_service_request.c service/ts_executor.c service/ts_exec_serve.c service/ts_exec_models.c \
-    service/ts_exec_device.c service/ts_exec_segments.c service/ts_exec_sched.c
+    service/ts_exec_device.c service/ts_exec_segments.c service/ts_exec_sched.c service/ts_exec_planner.c
 TS_BACKEND_SRCS = backend/pg_treeshap.c backend/ts_settings.c backend/ts_alloc_pg.c \
     backend/ts_catalog.c backend/ts_model_store.c backend/ts_batch.c backend/ts_background.c backend/ts_table_source.c backend/ts_explain.c backend/ts_run.c backend/ts_emit.c backend/ts_gpu_pg.c \
     backend/ts_gpu_info.c backend/ts_gpu_status.c backend/ts_jobs.c backend/ts_threads.c \

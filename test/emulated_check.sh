@@ -42,6 +42,9 @@ bash test/batching_check.sh || status=1
 echo "== the executor killed with SIGKILL"
 bash test/service_check.sh || status=1
 
+echo "== a load cancelled while the service plans its model"
+/usr/bin/python3 test/adversarial/planning_check.py || status=1
+
 psql -X -At -c "SELECT format('emulated service: %s requests, %s launches, %s merged', requests_served, launches, merged_launches) FROM treeshap.gpu_status LIMIT 1"
 echo "emulated-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

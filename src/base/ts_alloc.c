@@ -45,9 +45,10 @@ malloc_realloc(void *ptr, size_t size)
 
 const TsAllocator ts_malloc_allocator = {malloc_alloc, malloc_alloc0, malloc_realloc, free};
 
-static const TsAllocator *allocator = &ts_malloc_allocator;
+/* per thread: the executor's planner thread tracks its blocks (ts_alloc_tracked.c) */
+static __thread const TsAllocator *allocator = &ts_malloc_allocator;
 
-/* Route every later ts_alloc of this process through a. */
+/* Route every later ts_alloc of this thread through a (threads start with malloc's). */
 void
 ts_use_allocator(const TsAllocator *a)
 {

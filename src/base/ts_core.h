@@ -43,6 +43,18 @@ typedef struct TsAllocator
 extern const TsAllocator ts_malloc_allocator;
 extern void ts_use_allocator(const TsAllocator *a);
 
+/*
+ * Tracked allocation, for a thread that may stop halfway (ts_alloc_tracked.c):
+ * from ts_tracked_begin on, this thread's ts_alloc hands out malloc blocks and
+ * remembers the live ones; on exhaustion it calls on_exhausted, which must
+ * not return (it jumps out of the work). ts_tracked_end frees the blocks still
+ * live when free_all, else leaves them to their holders as plain malloc
+ * blocks, and gives the thread malloc's allocator back.
+ */
+typedef void (*TsExhausted) (size_t size);
+extern void ts_tracked_begin(TsExhausted on_exhausted);
+extern void ts_tracked_end(bool free_all);
+
 extern void *ts_alloc(size_t size);
 extern void *ts_alloc0(size_t size);
 extern void *ts_realloc(void *ptr, size_t size);

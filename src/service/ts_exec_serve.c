@@ -12,6 +12,7 @@
 
 #include "core/ts_interventional.h"
 #include "model/ts_model.h"
+#include "service/ts_exec_planner.h"
 #include "service/ts_request.h"
 
 static int	num_devices = 0;
@@ -22,6 +23,7 @@ ts_exec_serve_init(int segment_type, int devices, const TsExecutorConfig *cfg)
 {
 	ts_segments_init(segment_type);
 	ts_exec_sched_init(devices);
+	ts_planner_start();
 	num_devices = devices;
 	config = cfg;
 }
@@ -261,39 +263,6 @@ answer_interface(TsSegment *seg, TsResidentModel *m)
 		memcpy((char *) h + h->interface_offset, interface, len);
 }
 
-/* Read a load request's bytes into a resident model; NULL (answered) when they do not read. */
-static TsResidentModel *
-read_model(TsSegment *seg)
-{
-	TsRequestHeader *h = seg->h;
-	const char *bytes = (const char *) h + h->bytes_offset;
-	TsError		err = {0};
-	TsModel    *model;
-	TsResidentModel *m = NULL;
-
-	if (!within(seg, h->bytes_offset, h->model.length))
-		ts_exec_answer(h, TS_REQUEST_INVALID, "the model's bytes lie outside the request");
-	else if (ts_cityhash64(bytes, h->model.length) != h->model.digest)
-		ts_exec_answer(h, TS_REQUEST_INVALID, "the model's bytes do not match their digest");
-	else if ((model = ts_model_read(bytes, h->model.length, &err)) == NULL)
-	{
-		h->error_class = err.code;
-		ts_exec_answer(h, TS_REQUEST_BAD_MODEL, "%s", err.message);
-	}
-	else
-	{
-		TsPathTable *paths = ts_paths_build(model);
-
-		if ((m = ts_resident_add(&h->model, model, paths)) == NULL)
-		{
-			ts_paths_free(paths);
-			ts_model_free(model);
-			ts_exec_answer(h, TS_REQUEST_FAILED, "every model the GPU service holds is serving a request");
-		}
-	}
-	return m;
-}
-
 /*
  * Upload a newly resident model to every device; it stays when at least
  * one took it, so that a run finds it where it fits.
@@ -320,21 +289,15 @@ upload_everywhere(TsResidentModel *m, TsRequestHeader *h, bool *fatal)
 }
 
 /*
- * A load request: read the bytes, build the path table and, with devices,
- * upload it; a request without bytes only asks whether it is resident.
+ * A resident model's answer to its load request: its interface, and an
+ * upload to every device.
  */
 static int32_t
-load(TsSegment *seg, bool *fatal)
+answer_resident(TsSegment *seg, TsResidentModel *m, bool *fatal)
 {
 	TsRequestHeader *h = seg->h;
-	TsResidentModel *m = ts_resident_find(&h->model);
 	int32_t		status;
 
-	h->loaded = m == NULL;
-	if (m == NULL && h->bytes_offset == 0)
-		return ts_exec_answer(h, TS_REQUEST_NEED_MODEL, "%s", "");
-	if (m == NULL && (m = read_model(seg)) == NULL)
-		return h->status;
 	h->paths = m->paths->num_paths;
 	answer_interface(seg, m);
 	status = upload_everywhere(m, h, fatal);
@@ -347,6 +310,74 @@ load(TsSegment *seg, bool *fatal)
 	return ts_exec_answer(h, TS_REQUEST_OK, "%s", "");
 }
 
+/* Loads waiting for the planner, in arrival order (a cancelled one has result CANCELLED). */
+#define LOADS_WAITING 1024
+static TsExecMsg waiting[LOADS_WAITING];
+static int	waiting_head = 0;
+static int	waiting_count = 0;
+
+/*
+ * Plan a load request's model off this thread: its bytes copied (its
+ * backend may go while they are read), or the request queued while the
+ * planner is busy; TS_EXEC_PENDING, or the answer when it cannot wait.
+ */
+static int32_t
+plan_model(TsSegment *seg, const TsExecMsg *msg)
+{
+	TsRequestHeader *h = seg->h;
+	TsPlanJob  *job;
+
+	if (!within(seg, h->bytes_offset, h->model.length))
+		return ts_exec_answer(h, TS_REQUEST_INVALID, "the model's bytes lie outside the request");
+	if (ts_planner_busy())
+	{
+		if (waiting_count == LOADS_WAITING)
+			return ts_exec_answer(h, TS_REQUEST_FAILED, "%d models wait for the GPU service to plan them",
+								  LOADS_WAITING);
+		waiting[(waiting_head + waiting_count++) % LOADS_WAITING] = *msg;
+		return TS_EXEC_PENDING;
+	}
+	job = ts_alloc0(sizeof(TsPlanJob));
+	job->msg = *msg;
+	job->key = h->model;
+	job->len = h->model.length;
+	job->bytes = ts_alloc(job->len);
+	memcpy(job->bytes, (const char *) h + h->bytes_offset, job->len);
+	ts_planner_submit(job);
+	return TS_EXEC_PENDING;
+}
+
+/*
+ * A load request: answered at once when the model is resident; otherwise
+ * its bytes go to the planner (a request without bytes only asks whether
+ * the model is resident).
+ */
+static int32_t
+load(TsSegment *seg, const TsExecMsg *msg, bool *fatal)
+{
+	TsRequestHeader *h = seg->h;
+	TsResidentModel *m = ts_resident_find(&h->model);
+
+	h->loaded = m == NULL;
+	if (m == NULL && h->bytes_offset == 0)
+		return ts_exec_answer(h, TS_REQUEST_NEED_MODEL, "%s", "");
+	if (m == NULL)
+		return plan_model(seg, msg);
+	return answer_resident(seg, m, fatal);
+}
+
+/* Map a request's segment; false when it no longer holds that request. */
+static bool
+map_request(const TsExecMsg *msg, TsSegment *seg)
+{
+	if (!ts_segment_map(msg->segment, false, seg))
+		return false;
+	if (seg->h->magic == TS_REQUEST_MAGIC && seg->h->slot == msg->slot && seg->h->seq == msg->seq)
+		return true;
+	ts_segment_release(seg);	/* not this request's segment: never write it */
+	return false;
+}
+
 int32_t
 ts_exec_load(const TsExecMsg *msg, bool *fatal)
 {
@@ -354,14 +385,95 @@ ts_exec_load(const TsExecMsg *msg, bool *fatal)
 	int32_t		status;
 
 	*fatal = false;
-	if (!ts_segment_map(msg->segment, false, &seg))
+	if (!map_request(msg, &seg))
 		return TS_REQUEST_INVALID;
-	if (seg.h->magic != TS_REQUEST_MAGIC || seg.h->slot != msg->slot || seg.h->seq != msg->seq)
-		status = TS_REQUEST_INVALID;	/* not this request's segment: never write it */
-	else
-		status = load(&seg, fatal);
+	status = load(&seg, msg, fatal);
 	ts_segment_release(&seg);
 	return status;
+}
+
+/* Make a planned model resident (it stays so even if its request went) and answer its request. */
+static int32_t
+finish_load(TsPlanJob *job, bool *fatal)
+{
+	TsResidentModel *m = NULL;
+	TsSegment	seg;
+	int32_t		status;
+
+	if (job->status == TS_REQUEST_OK && (m = ts_resident_add(&job->key, job->model, job->paths)) != NULL)
+	{
+		m->layout = job->layout;
+		m->interface = job->interface;
+		m->interface_len = job->interface_len;
+		job->model = NULL;
+		job->paths = NULL;
+		job->layout = NULL;
+		job->interface = NULL;
+	}
+	if (job->status == TS_REQUEST_CANCELLED)
+		return TS_REQUEST_CANCELLED;
+	if (!map_request(&job->msg, &seg))
+		return TS_REQUEST_INVALID;
+	if (job->status != TS_REQUEST_OK)
+	{
+		seg.h->error_class = job->error_class;
+		status = ts_exec_answer(seg.h, job->status, "%s", job->message);
+	}
+	else if (m == NULL)
+		status = ts_exec_answer(seg.h, TS_REQUEST_FAILED, "every model the GPU service holds is serving a request");
+	else
+	{
+		seg.h->loaded = true;
+		status = answer_resident(&seg, m, fatal);
+	}
+	ts_segment_release(&seg);
+	return status;
+}
+
+bool
+ts_exec_load_progress(TsExecAnswer answer, void *arg, bool *fatal)
+{
+	TsPlanJob  *job = ts_planner_take();
+	bool		any = job != NULL;
+
+	if (job != NULL)
+	{
+		answer(&job->msg, finish_load(job, fatal), arg);
+		ts_planner_free(job);
+	}
+	while (!*fatal && !ts_planner_busy() && waiting_count > 0)
+	{
+		TsExecMsg	msg = waiting[waiting_head];
+		int32_t		status = msg.result;
+
+		waiting_head = (waiting_head + 1) % LOADS_WAITING;
+		waiting_count--;
+		if (status != TS_REQUEST_CANCELLED)
+			status = ts_exec_load(&msg, fatal);
+		if (status != TS_EXEC_PENDING)
+			answer(&msg, status, arg);
+		any = true;
+	}
+	return any;
+}
+
+void
+ts_exec_load_cancel(int32_t slot, uint64_t seq)
+{
+	ts_planner_cancel(slot, seq);
+	for (int i = 0; i < waiting_count; i++)
+	{
+		TsExecMsg  *w = &waiting[(waiting_head + i) % LOADS_WAITING];
+
+		if (w->slot == slot && w->seq == seq)
+			w->result = TS_REQUEST_CANCELLED;
+	}
+}
+
+bool
+ts_exec_planning(void)
+{
+	return ts_planner_busy() || waiting_count > 0;
 }
 
 /* Whether a run's job computes interaction values (and so carries feature slots). */

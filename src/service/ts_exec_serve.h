@@ -25,12 +25,27 @@ typedef void (*TsExecAnswer) (const TsExecMsg *msg, int32_t result, void *arg);
 extern void ts_exec_serve_init(int segment_type, int num_devices, const TsExecutorConfig *config);
 
 /*
- * Serve a LOAD message now; returns its TsRequestStatus (also written to
- * the segment's header with a message). *fatal is set after a CUDA fault,
- * which may leave the context unusable: the executor then exits and its
- * parent starts a fresh one.
+ * Take a LOAD message: its TsRequestStatus (also written to the segment's
+ * header with a message) when the model is resident or the request cannot
+ * be served, else TS_EXEC_PENDING while the planner (ts_exec_planner.h)
+ * reads and plans the model. *fatal is set after a CUDA fault, which may
+ * leave the context unusable: the executor then exits and its parent starts
+ * a fresh one.
  */
 extern int32_t ts_exec_load(const TsExecMsg *msg, bool *fatal);
+
+/*
+ * Make the model the planner finished resident, and serve the loads that
+ * waited for the planner; answers each load done. Returns whether anything
+ * happened. *fatal as above.
+ */
+extern bool ts_exec_load_progress(TsExecAnswer answer, void *arg, bool *fatal);
+
+/* A backend abandoned load (slot, seq): stop its plan, or drop it from the queue. */
+extern void ts_exec_load_cancel(int32_t slot, uint64_t seq);
+
+/* Whether a model is being planned or a load waits for the planner. */
+extern bool ts_exec_planning(void);
 
 /* Take a RUN message: TS_EXEC_PENDING, or its answer when it cannot run. */
 extern int32_t ts_exec_run(const TsExecMsg *msg);

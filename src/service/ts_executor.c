@@ -19,6 +19,7 @@
 #include "base/ts_core.h"
 #include "service/ts_exec_device.h"
 #include "service/ts_exec_models.h"
+#include "service/ts_exec_planner.h"
 #include "service/ts_exec_segments.h"
 #include "service/ts_exec_serve.h"
 #include "service/ts_executor.h"
@@ -125,6 +126,7 @@ take_message(int in_fd, const TsExecMsg *current, bool *cancelled)
 		if (current != NULL && msg.slot == current->slot && msg.seq == current->seq)
 			*cancelled = true;
 		ts_exec_cancel(msg.slot, msg.seq);	/* a run being served: stop it */
+		ts_exec_load_cancel(msg.slot, msg.seq); /* a load being planned, or waiting to be */
 		/* a cancellation of a request still in the backlog: answer it unserved */
 		for (int i = 0; i < backlog.count; i++)
 		{
@@ -200,6 +202,20 @@ pause_briefly(int in_fd)
 		ppoll(&pfd, 1, &ts, NULL);
 }
 
+/*
+ * Nothing to do but wait, while a model is planned: for a message, or the
+ * planner's wake-up (read by ts_exec_load_progress).
+ */
+static void
+wait_while_planning(int in_fd)
+{
+	struct pollfd pfd[2] = {{in_fd, POLLIN, 0}, {ts_planner_wake_fd(), POLLIN, 0}};
+	bool		unused;
+
+	if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, pfd[1].fd >= 0 ? -1 : 1) > 0 && pfd[0].revents != 0)
+		take_message(in_fd, NULL, &unused);
+}
+
 /* Where answers go, and what the executor has counted. */
 typedef struct Answering
 {
@@ -236,8 +252,8 @@ serve(int in_fd, const TsExecMsg *in, Answering *a, bool *fatal)
 		result = TS_REQUEST_CANCELLED;
 	else if (in->kind == TS_EXEC_PING && in->arg > 0 && !ping_wait(in_fd, in, in->arg))
 		result = TS_REQUEST_CANCELLED;
-	else if (in->kind == TS_EXEC_LOAD)
-		result = ts_exec_load(in, fatal);
+	else if (in->kind == TS_EXEC_LOAD && (result = ts_exec_load(in, fatal)) == TS_EXEC_PENDING)
+		return;
 	else if (in->kind == TS_EXEC_RUN && (result = ts_exec_run(in)) == TS_EXEC_PENDING)
 		return;
 	send_answer(in, result, a);
@@ -276,7 +292,10 @@ executor_main(TsExecutor *ex, int out_fd, int in_fd, pid_t parent)
 		if (backlog.count == 0 && !ts_exec_busy() && !backlog.closed)
 		{
 			ts_segments_sweep();
-			take_message(in_fd, NULL, &unused);
+			if (ts_planner_busy())
+				wait_while_planning(in_fd);
+			else
+				take_message(in_fd, NULL, &unused);
 		}
 		take_available(in_fd);
 		if (backlog.closed && backlog.count == 0 && !ts_exec_busy())
@@ -288,6 +307,8 @@ executor_main(TsExecutor *ex, int out_fd, int in_fd, pid_t parent)
 			backlog.count--;
 			serve(in_fd, &msg, &a, &fatal);
 		}
+		if (!fatal)
+			ts_exec_load_progress(send_answer, &a, &fatal);
 		if (!fatal && !ts_exec_progress(send_answer, &a, &fatal) && ts_exec_busy())
 			pause_briefly(in_fd);
 	}
