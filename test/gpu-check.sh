@@ -71,6 +71,14 @@ else
   echo "psycopg2 is not importable: skipped"
 fi
 
+echo "== adversarial models on the GPU: every function stopped within 1 s; models planned off the serving path"
+if python3 -c "import psycopg2" 2>/dev/null; then
+  python3 test/adversarial/cancel_check.py --device gpu || status=1
+  python3 test/adversarial/planning_check.py --latency || status=1
+else
+  echo "psycopg2 is not importable: skipped"
+fi
+
 echo "== builds for other GPUs: compute_75 PTX alone; an sm_80 cubin alone, which this GPU cannot run"
 if [ -n "${TS_PG_RESTART:-}" ]; then
   bash test/gpu_arch_check.sh || status=1

@@ -92,6 +92,9 @@ fi
 echo "== explain_into: stopped mid-run (terminate, cancel, SIGKILL), resumed; scheduled by pg_cron"
 /usr/bin/python3 test/jobs_check.py || status=1
 
+echo "== adversarial models (chains of depth 30,000 and 200,000, a forest of deep trees): every function stopped within 1 s"
+/usr/bin/python3 test/adversarial/cancel_check.py || status=1
+
 if [ "$checks" = server ]; then
   echo "$("$PG_CONFIG" --version): $([ $status = 0 ] && echo PASS || echo FAIL)"
   exit $status

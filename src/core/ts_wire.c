@@ -124,6 +124,7 @@ put_elements(Writer *w, const TsPathTable *pt, const int64_t *paths, int64_t n, 
 
 		put(w, (const char *) array + (size_t) start * width,
 			(size_t) (pt->path_start[paths[i] + 1] - start) * width);
+		ts_check_interrupts_after(pt->path_start[paths[i] + 1] - start);
 	}
 }
 
@@ -380,9 +381,12 @@ valid_paths(const TsPathTable *pt)
 		if (pt->path_group[p] < 0 || (int64_t) pt->path_group[p] + pt->value_width > pt->num_outputs)
 			return false;
 	for (int64_t e = 0; e < pt->num_elements; e++)
+	{
+		ts_check_interrupts_after(1);
 		if (pt->feature[e] < -1 || pt->feature[e] >= pt->num_features ||
 			(pt->cat[e] >= 0 && !ts_catset_valid(pt->cat_pool, pt->cat_pool_len, pt->cat[e])))
 			return false;
+	}
 	return true;
 }
 
