@@ -40,4 +40,14 @@ ts_as_owner "$PGBIN/pg_ctl" -D "$TS_CLUSTER/data" -l "$TS_CLUSTER/server.log" -w
     -o "-k $TS_CLUSTER -p $TS_PGPORT -c listen_addresses=''" start >/dev/null \
     || { cat "$TS_CLUSTER/server.log"; exit 1; }
 export PGHOST=$TS_CLUSTER PGPORT=$TS_PGPORT PGUSER=postgres PGDATABASE=postgres
+
+# A copy of a file that the server reads (pg_read_binary_file), in the cluster's own
+# directory: the checkout may be private (a new Debian user's home is 0700) and the
+# server another user. Prints the copy's path; it goes with the cluster.
+ts_server_file() {
+    local dir="$TS_CLUSTER/files"
+    mkdir -p "$dir" && install -m 644 "$1" "$dir/" || return 1
+    if [ "$(id -u)" = 0 ]; then chown -R postgres "$dir"; fi
+    echo "$dir/$(basename "$1")"
+}
 echo "throwaway PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') at $PGHOST:$PGPORT"

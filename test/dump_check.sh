@@ -22,9 +22,9 @@ explained="SELECT md5(string_agg(row_key || ':' || output || ':' || array_to_str
 
 psql -X -q -c "CREATE DATABASE source"
 q source -c "CREATE EXTENSION pg_treeshap" \
-  -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg_v3.json'))" \
-  -c "SELECT 1 FROM treeshap.load_model('binary', pg_read_binary_file('$PWD/test/fixtures/binary.json'))" \
-  -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'), replace => true)" \
+  -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$(ts_server_file test/fixtures/reg_v3.json)'))" \
+  -c "SELECT 1 FROM treeshap.load_model('binary', pg_read_binary_file('$(ts_server_file test/fixtures/binary.json)'))" \
+  -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$(ts_server_file test/fixtures/reg.json)'), replace => true)" \
   -f test/houses.sql \
   -c "CALL treeshap.explain_into('reg', 'houses', 'reg_shap', batch_size => 9)" >/dev/null
 want_models=$(q source -c "$models"); want_jobs=$(q source -c "$jobs")

@@ -13,7 +13,7 @@ TS_PGPORT=${TS_PLOTS_PGPORT:-54347} source test/cluster.sh >/dev/null
 out=$(mktemp -d /tmp/pg_treeshap_plots.XXXXXX)
 chmod 755 "$out"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_treeshap" -f test/houses.sql \
-  -c "SELECT 1 FROM treeshap.load_model('california', pg_read_binary_file('$PWD/test/fixtures/reg.json'))" >/dev/null
+  -c "SELECT 1 FROM treeshap.load_model('california', pg_read_binary_file('$(ts_server_file test/fixtures/reg.json)'))" >/dev/null
 declare -A plots=(
     [summary]="SELECT treeshap.plot_summary('california', 'SELECT * FROM houses')"
     [waterfall]="SELECT treeshap.plot_waterfall('california', 'SELECT * FROM houses WHERE id = 5')"

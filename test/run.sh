@@ -18,6 +18,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+# what a fresh Debian 12 user may lack, said at once rather than minutes later
+if [ -n "$SUDO" ] && ! sudo -n true 2>/dev/null; then
+  echo "test/run.sh needs root or sudo without a password: it installs Debian packages and the extension"; exit 2
+fi
+[ -w /tmp ] || { echo "test/run.sh needs a writable /tmp: its clusters live there"; exit 2; }
 
 checks=${TS_CHECKS:-all}
 case $checks in all|server) ;; *) echo "TS_CHECKS is all or server, not '$checks'"; exit 2 ;; esac

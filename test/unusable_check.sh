@@ -15,7 +15,7 @@ status=0
 check() { if [ "$2" = "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; status=1; fi; }
 q() { psql -X -At -v ON_ERROR_STOP=1 "$@" 2>&1; }
 
-q -q -c "CREATE EXTENSION pg_treeshap" -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'))" \
+q -q -c "CREATE EXTENSION pg_treeshap" -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$(ts_server_file test/fixtures/reg.json)'))" \
   -f test/houses.sql >/dev/null
 for _ in $(seq 50); do
   [ "$(q -c "SELECT service FROM treeshap.gpu_status")" != starting ] && break; sleep 0.1

@@ -16,8 +16,8 @@ check "the fresh script of the default version is installed" \
 
 psql -X -q -c "CREATE DATABASE upgraded" -c "CREATE DATABASE fresh"
 q upgraded -c "CREATE EXTENSION pg_treeshap VERSION '0.1.0'" \
-  -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'))" \
-  -c "SELECT 1 FROM treeshap.load_model('reg_v3', pg_read_binary_file('$PWD/test/fixtures/reg_v3.json'))" \
+  -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$(ts_server_file test/fixtures/reg.json)'))" \
+  -c "SELECT 1 FROM treeshap.load_model('reg_v3', pg_read_binary_file('$(ts_server_file test/fixtures/reg_v3.json)'))" \
   -f test/houses.sql \
   -c "CALL treeshap.explain_into('reg', 'houses', 'reg_shap', batch_size => 7)" >/dev/null
 before=$(q upgraded -c "SELECT string_agg(name || ':' || version || ':' || sha256, ',' ORDER BY name)
