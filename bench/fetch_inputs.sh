@@ -1,11 +1,16 @@
 #!/bin/bash
-# Run on a machine with the data sets and Debian's XGBoost (this project's
-# dev machine), in the project root: fills .bench/ (git-ignored) with what
-# bench/run.sh needs on the GPU machine, which has neither. Fashion-MNIST is
-# recompressed with xz so that .bench/ and .device/ fit one carry (64 MiB).
+# Fills .bench/ (git-ignored) with what bench/run.sh needs, for a GPU server
+# that has neither the data sets nor Debian's XGBoost: run it on a Debian 12
+# machine with libxgboost0, then copy .bench/ beside the checkout there.
+#     bench/fetch_inputs.sh DATASETS
+# DATASETS is a directory with cal_housing/cal_housing.data.gz (StatLib's California
+# housing), adult/adult.data.gz and adult.test.gz (UCI's Adult) and fashion_mnist/
+# with the four idx files of Zalando's Fashion-MNIST, gzipped as published.
+# Fashion-MNIST's images are recompressed with xz to keep .bench/ small (about 30 MB).
 set -euo pipefail
+src=$(cd "${1:?usage: bench/fetch_inputs.sh DATASETS (see the header)}" && pwd)
 cd "$(dirname "$0")/.."
-src=${DATASETS:-../shared/datasets}
+
 mkdir -p .bench/data .bench/lib
 cp "$src"/cal_housing/cal_housing.data.gz "$src"/adult/adult.data.gz "$src"/adult/adult.test.gz .bench/data/
 cp "$src"/fashion_mnist/*labels-idx1-ubyte.gz .bench/data/

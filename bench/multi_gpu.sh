@@ -6,14 +6,11 @@
 # CUDA_VISIBLE_DEVICES from the postmaster).
 #     TS_PG_RESTART='pg_ctl -D ... restart' bench/multi_gpu.sh WORK_DIR ROWS MODEL...
 # TS_BATCH_ROWS lists the treeshap.batch_rows to measure (default 10000).
-# On a lent two-GPU machine (nvidia-h200-x2), carrying .device, .bench/lib,
-# .bench/data's cal_housing and adult files and .wheels (psycopg2-binary for
-# Python 3.12), after pg-up.sh, the build, its install and preloading:
-#     pip install --no-index --target /tmp/py .wheels/*.whl; export PYTHONPATH=/tmp/py
+# On a server with two or more GPUs, pg_treeshap built, installed and preloaded,
+# psycopg2 importable, .bench/ filled (bench/fetch_inputs.sh) and the models trained:
 #     TS_BENCH_TRAIN_ONLY=1 python3 bench/grid.py .bench/data .bench/lib /tmp/w cal_housing-large adult-large
 #     chmod -R a+rX /tmp/w; TS_BATCH_ROWS="10000 40000" \
-#       TS_PG_RESTART='runuser -u pg -- env LD_LIBRARY_PATH=$LD_LIBRARY_PATH PATH=$PATH pg_ctl -D /tmp/pgdata -l /tmp/pg.log -w restart' \
-#       bench/multi_gpu.sh /tmp/w 40000 cal_housing-large adult-large
+#       TS_PG_RESTART='pg_ctl -D "$PGDATA" -w restart' bench/multi_gpu.sh /tmp/w 40000 cal_housing-large adult-large
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$1 rows=$2

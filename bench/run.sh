@@ -1,8 +1,7 @@
 #!/bin/bash
-# The benchmark, on a GPU machine with PostgreSQL running (on the lent GPU
-# machines: source .device/pg-up.sh) and .bench/ filled by
-# bench/fetch_inputs.sh. Builds and installs the extension and bench/ts_bench,
-# trains the model grid (bench/grid.py), then per model measures packing and
+# The benchmark, on a GPU server with PostgreSQL running (libpq's PG* variables
+# and PG_CONFIG name it) and .bench/ filled by bench/fetch_inputs.sh. Builds
+# and installs the extension and bench/ts_bench, trains the model grid (bench/grid.py), then per model measures packing and
 # the kernel (ts_bench) and end-to-end SQL (bench/sql_bench.py), and writes
 # $TS_BENCH_WORK/RESULTS.md (copy it to bench/RESULTS.md).
 #     bench/run.sh [MODEL ...]        default: the whole grid of bench/grid.py

@@ -53,6 +53,9 @@ status=0
 if [ "$checks" = all ]; then
   echo "== META.json against the PGXN Meta Spec and the repository"
   /usr/bin/python3 test/meta_check.py || status=1
+
+  echo "== the tracked files speak to users: no paths outside the repository, no words of this project's test machines"
+  bash test/words_check.sh || status=1
 fi
 
 echo "== pg_regress"
