@@ -4,7 +4,7 @@
 -- libraries, or the brute-force Shapley oracle, in t01_oracle.sql.)
 BEGIN;
 \ir setup.sql
-SELECT plan(40);
+SELECT plan(42);
 
 -- +-inf thresholds: the trees of inf_json/inf_ubj split on them, and the
 -- margins walk them as XGBoost does
@@ -44,6 +44,22 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('lgb_nonames',
               'SELECT id, x[1] AS a, x[2] AS b, x[3] AS c, x[4] AS d, x[5] AS e, x[6] AS f, x[7] AS g, x[8] AS h
                  FROM fx_data WHERE fixture = ''lgb_nonames''')),
           200::bigint, 'lgb_nonames: any column names, matched by position');
+-- ... unless the query has every Column_<j> (a table built from the same DataFrame): then
+-- by name, in any order and among other columns, as a named model's (issue 35)
+SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('lgb_nonames',
+              'SELECT id, x[8] AS "Column_7", 0 AS other, x[3] AS "Column_2", x[1] AS "Column_0", x[2] AS "Column_1",
+                      x[4] AS "Column_3", x[6] AS "Column_5", x[5] AS "Column_4", x[7] AS "Column_6"
+                 FROM fx_data WHERE fixture = ''lgb_nonames''') w
+             JOIN treeshap.explain_shap_wide('lgb_nonames',
+              'SELECT id, x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8] FROM fx_data WHERE fixture = ''lgb_nonames''') p
+               USING (row_key)
+            WHERE w.shap_values = p.shap_values AND w.base_value = p.base_value),
+          200::bigint, 'lgb_nonames: Column_<j> columns reordered, with another among them, match by name');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('lgb_nonames',
+              'SELECT id, x[1] AS "Column_0", x[2] AS "Column_1", 0 AS other, x[3], x[4], x[5], x[6], x[7], x[8]
+                 FROM fx_data WHERE fixture = ''lgb_nonames''')$$, '42804',
+                 'query returns 9 feature columns, but the model has 8 features',
+                 'lgb_nonames: with some Column_<j> missing, by position as before (an extra column is then an error)');
 
 -- a 70-byte name matches the column PostgreSQL truncated it to
 SELECT is((SELECT octet_length(feature_names[1]) FROM treeshap.models WHERE name = 'long_name'), 70,

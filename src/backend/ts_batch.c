@@ -192,11 +192,30 @@ feature_candidates(const TsBatchReader *r, TupleDesc desc, int *attnos)
 	return count;
 }
 
+/* The name feature j is matched by: the model's, or LightGBM's generated Column_<j>. */
+static const char *
+binding_name(const TsModel *m, int32 j)
+{
+	return m->feature_names != NULL ? m->feature_names[j] : psprintf("Column_%d", j);
+}
+
+/* Whether a model of LightGBM's generated names finds every one of them among the columns. */
+static bool
+has_generated_columns(const TsBatchReader *r, TupleDesc desc)
+{
+	if (!r->model->generated_names)
+		return false;
+	for (int32 j = 0; j < r->model->num_features; j++)
+		if (find_column(desc, r->key_attno, binding_name(r->model, j)) < 0)
+			return false;
+	return true;
+}
+
 /* Column of feature j, by name. */
 static int
 feature_by_name(const TsBatchReader *r, TupleDesc desc, int32 j)
 {
-	const char *name = r->model->feature_names[j];
+	const char *name = binding_name(r->model, j);
 	int			attno = find_column(desc, r->key_attno, name);
 
 	if (attno < 0)
@@ -212,15 +231,15 @@ feature_by_name(const TsBatchReader *r, TupleDesc desc, int32 j)
 
 /*
  * Map every model feature to a column and check the types: by name when the
- * model has names (and treeshap.match_columns says so), else the columns
- * other than the key in order.
+ * model has names (and treeshap.match_columns says so), or LightGBM's
+ * generated Column_<j> that the columns all have; else the columns other
+ * than the key in order.
  */
 void
 ts_batch_bind(TsBatchReader *r, TupleDesc desc)
 {
 	int32		nf = r->model->num_features;
-	bool		by_name = !r->positional && r->model->feature_names != NULL &&
-		ts_match_columns == TS_MATCH_NAME;
+	bool		by_name;
 	int		   *candidates = palloc(sizeof(int) * Max(desc->natts, 1));
 	int			count;
 
@@ -229,6 +248,8 @@ ts_batch_bind(TsBatchReader *r, TupleDesc desc)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("query must return a row key column followed by feature columns")));
 	bind_key(r, desc);
+	by_name = !r->positional && ts_match_columns == TS_MATCH_NAME &&
+		(r->model->feature_names != NULL || has_generated_columns(r, desc));
 	count = feature_candidates(r, desc, candidates);
 	r->feature_attno = palloc(sizeof(int) * nf);
 	r->feature_type = palloc(sizeof(Oid) * nf);
@@ -238,6 +259,8 @@ ts_batch_bind(TsBatchReader *r, TupleDesc desc)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s %d feature columns, but the model has %d features",
 						r->rel != NULL ? "table has" : "query returns", count, nf),
+				 r->model->generated_names && !r->positional && ts_match_columns == TS_MATCH_NAME ?
+				 errdetail("The model's features are LightGBM's Column_0 to Column_%d, which the columns do not all have, so the columns other than the row key are matched by position.", nf - 1) :
 				 r->model->feature_names == NULL ?
 				 errdetail("The model has no feature names, so the columns other than the row key are matched by position.") :
 				 errdetail("treeshap.match_columns is position, so the columns other than the row key are matched by position.")));

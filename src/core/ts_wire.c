@@ -101,7 +101,7 @@ write_model(Writer *w, const TsModel *m)
 	put(w, m->base_margin, (size_t) m->num_outputs * sizeof(double));
 	put_flags(w, m->input_rule, nf);
 	put_flags(w, m->categorical, nf);
-	put_i32(w, m->feature_names != NULL);
+	put_i32(w, m->feature_names != NULL ? 1 : m->generated_names ? 2 : 0);
 	for (int32_t j = 0; m->feature_names != NULL && j < nf; j++)
 		put_str(w, m->feature_names[j]);
 	put_i32(w, m->dict_start != NULL);
@@ -340,6 +340,7 @@ read_model(Reader *r)
 {
 	TsModel    *m = ts_alloc0(sizeof(TsModel));
 	int32_t		nf;
+	int32_t		names;			/* 1: the model's names follow; 2: LightGBM's Column_<j> */
 
 	m->format = get_str(r);
 	m->num_trees = get_i32(r);
@@ -362,7 +363,9 @@ read_model(Reader *r)
 	m->base_margin = get_array(r, m->num_outputs, sizeof(double));
 	m->input_rule = get_flags(r, nf);
 	m->categorical = get_flags(r, nf);
-	if (get_i32(r) != 0 && r->ok)
+	names = get_i32(r);
+	m->generated_names = names == 2;
+	if (names == 1 && r->ok)
 	{
 		m->feature_names = ts_alloc0((size_t) nf * sizeof(char *));
 		for (int32_t j = 0; j < nf; j++)

@@ -267,8 +267,9 @@ generated_names(const char *s, int32_t num_features)
 
 /*
  * Split feature_names into the model's names (must be one per feature).
- * LightGBM's generated names count as none, so such a model matches
- * columns by position: no table names its columns Column_<j>.
+ * LightGBM's generated names count as none, but are remembered: a query
+ * that has every Column_<j> (a table built from the same DataFrame) is
+ * matched by name, any other by position.
  */
 static bool
 read_feature_names(TsModel *m, const char *s, TsError *err)
@@ -276,7 +277,10 @@ read_feature_names(TsModel *m, const char *s, TsError *err)
 	if (s == NULL)
 		return true;
 	if (count_tokens(s) == m->num_features && generated_names(s, m->num_features))
+	{
+		m->generated_names = true;
 		return true;
+	}
 	if (count_tokens(s) != m->num_features)
 		return ts_fail(err, TS_ERR_INVALID, "feature_names has %lld names but the model has %d features",
 					   (long long) count_tokens(s), m->num_features);

@@ -70,6 +70,8 @@ typedef struct TsModel
 	uint8_t    *input_rule;		/* per feature TsInputRule; NULL when all are plain */
 
 	char	  **feature_names;	/* NULL when the model carries none */
+	bool		generated_names;	/* LightGBM's Column_<j> (feature_names NULL): a
+									 * query with all of them is matched by name */
 	uint8_t    *categorical;	/* per feature 1 if categorical; NULL when none is */
 
 	/*
