@@ -15,7 +15,8 @@ TS_CLUSTER=$(mktemp -d /tmp/pg_treeshap.XXXXXX)
 TS_PGPORT=${TS_PGPORT:-54329}
 if [ "$(id -u)" = 0 ]; then
     chown postgres "$TS_CLUSTER"
-    ts_as_owner() { runuser -u postgres -- "$@"; }
+    # from a directory postgres may enter: the checkout may be private to root
+    ts_as_owner() { (cd "$TS_CLUSTER" && runuser -u postgres -- "$@"); }
 else
     ts_as_owner() { "$@"; }
 fi

@@ -199,15 +199,28 @@ binding_name(const TsModel *m, int32 j)
 	return m->feature_names != NULL ? m->feature_names[j] : psprintf("Column_%d", j);
 }
 
-/* Whether a model of LightGBM's generated names finds every one of them among the columns. */
+/*
+ * Whether a model of LightGBM's generated names finds every one of them
+ * among the columns, spelled exactly (a table built from the same
+ * DataFrame); a near miss leaves the columns to their positions.
+ */
 static bool
 has_generated_columns(const TsBatchReader *r, TupleDesc desc)
 {
 	if (!r->model->generated_names)
 		return false;
 	for (int32 j = 0; j < r->model->num_features; j++)
-		if (find_column(desc, r->key_attno, binding_name(r->model, j)) < 0)
+	{
+		char		name[32];
+		bool		found = false;
+
+		snprintf(name, sizeof(name), "Column_%d", j);
+		for (int a = 0; a < desc->natts && !found; a++)
+			found = a != r->key_attno && !TupleDescAttr(desc, a)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, a)->attname), name) == 0;
+		if (!found)
 			return false;
+	}
 	return true;
 }
 

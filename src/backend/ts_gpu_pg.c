@@ -321,9 +321,10 @@ long_paths_of(TsCachedModel *entry)
 {
 	if (entry->long_paths == NULL)
 	{
+		const TsPathTable *pt = ts_model_paths(entry);	/* built in the call's memory first */
 		MemoryContext old = MemoryContextSwitchTo(entry->context);
 
-		entry->long_paths = ts_pack_long_paths(ts_model_paths(entry), &entry->num_long);
+		entry->long_paths = ts_pack_long_paths(pt, &entry->num_long);
 		MemoryContextSwitchTo(old);
 	}
 	return entry->num_long;

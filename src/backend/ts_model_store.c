@@ -66,9 +66,12 @@ check_name_free(Datum name_datum, const char *name)
 				 errhint("Pass replace => true to replace it.")));
 }
 
-/* The derived columns' values for model m of these bytes, in derived_columns' order. */
+/*
+ * The derived columns' values for model m of these bytes, in derived_columns'
+ * order: all of them, or 0.1.0's alone (no walk of the trees for the counts).
+ */
 static void
-derived_values(const TsModel *m, uint64 digest, Datum *values, bool *nulls)
+derived_values(const TsModel *m, uint64 digest, bool all, Datum *values, bool *nulls)
 {
 	int64_t		paths;
 	int64_t		elements;
@@ -87,6 +90,8 @@ derived_values(const TsModel *m, uint64 digest, Datum *values, bool *nulls)
 	ts_categorical_arrays(m, &values[9], &values[10], &nulls[9]);
 	nulls[10] = nulls[9];
 	values[11] = Int64GetDatum((int64) digest);
+	if (!all)
+		return;
 	ts_paths_count(m, &paths, &elements);
 	values[12] = Int64GetDatum(paths);
 	values[13] = Int64GetDatum(elements);
@@ -124,7 +129,7 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, uint64 digest, bool 
 	char		nulls[2 + NUM_STORED];
 	StringInfoData sql;
 
-	derived_values(m, digest, args + 2, isnull);
+	derived_values(m, digest, false, args + 2, isnull);
 	memset(nulls, ' ', sizeof(nulls));
 	for (int i = 0; i < NUM_STORED; i++)
 		nulls[2 + i] = isnull[i] ? 'n' : ' ';
@@ -266,7 +271,7 @@ stamp_row(TriggerData *trig)
 		m = ts_read_model_or_error(TextDatumGetCString(name), bytes);
 		MemoryContextSwitchTo(old);
 	}
-	derived_values(m, digest, values, nulls);
+	derived_values(m, digest, true, values, nulls);
 	for (int i = 0; i < (int) NUM_DERIVED; i++)
 		columns[i] = store_column(desc, derived_columns[i]);
 	if (TRIGGER_FIRED_BY_UPDATE(trig->tg_event) &&

@@ -17,6 +17,7 @@ typedef struct TrackedSet
 	void	  **slots;
 	size_t		cap;			/* a power of two, or 0 */
 	size_t		filled;			/* live blocks and tombstones */
+	size_t		live;
 	TsExhausted on_exhausted;
 } TrackedSet;
 
@@ -31,24 +32,35 @@ home(const void *p, size_t cap)
 	return (size_t) (h >> 32) & (cap - 1);
 }
 
-/* Put p in a free slot of slots (cap of them); no resizing. */
-static void
+/* Put p in a free slot of slots (cap of them); whether that slot was empty, not a tombstone. */
+static bool
 place(void **slots, size_t cap, void *p)
 {
 	size_t		i = home(p, cap);
 
 	while (slots[i] != NULL && slots[i] != TOMBSTONE)
 		i = (i + 1) & (cap - 1);
+	if (slots[i] == TOMBSTONE)
+	{
+		slots[i] = p;
+		return false;
+	}
 	slots[i] = p;
+	return true;
 }
 
-/* Remember block p, growing the set (and dropping tombstones) at half full. */
+/*
+ * Remember block p. At half full (tombstones count) the set is rebuilt
+ * without tombstones: twice as large when a quarter or more is live, else
+ * the same size, so its size follows the live blocks, not the allocations.
+ */
 static void
 remember(void *p)
 {
 	if ((tracked.filled + 1) * 2 > tracked.cap)
 	{
-		size_t		cap = tracked.cap < 64 ? 64 : tracked.cap * 2;
+		size_t		cap = tracked.cap < 64 ? 64 :
+			(tracked.live + 1) * 4 > tracked.cap ? tracked.cap * 2 : tracked.cap;
 		void	  **slots = calloc(cap, sizeof(void *));
 
 		if (slots == NULL)
@@ -67,18 +79,22 @@ remember(void *p)
 		tracked.slots = slots;
 		tracked.cap = cap;
 	}
-	place(tracked.slots, tracked.cap, p);
-	tracked.filled++;
+	if (place(tracked.slots, tracked.cap, p))
+		tracked.filled++;
+	tracked.live++;
 }
 
 /* Forget block p (a tombstone keeps later probes going). */
 static void
 forget(void *p)
 {
+	if (tracked.cap == 0)
+		return;
 	for (size_t i = home(p, tracked.cap); tracked.slots[i] != NULL; i = (i + 1) & (tracked.cap - 1))
 		if (tracked.slots[i] == p)
 		{
 			tracked.slots[i] = TOMBSTONE;
+			tracked.live--;
 			return;
 		}
 }

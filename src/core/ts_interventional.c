@@ -360,6 +360,7 @@ add_scaled_pair(TsWalk *w, const float *x, int64_t j, double *phi)
 
 	memset(w->pair, 0, sizeof(double) * stride * m->num_outputs);
 	pair_values(w, x, w->bg->x + j * (size_t) m->num_features, w->pair);
+	ts_check_interrupts_after((int64_t) stride * m->num_outputs);
 	for (int32_t k = 0; k < m->num_outputs; k++)
 	{
 		size_t		i = (size_t) j * m->num_outputs + k;

@@ -55,6 +55,7 @@ assign_next_fit(const TsPathTable *pt, const int64_t *order, int64_t n, int64_t 
 	{
 		int32_t		len = path_len(pt, order[i]);
 
+		ts_check_interrupts_after(16);
 		if (used + len > TS_PACK_LANES)
 		{
 			bins++;
@@ -86,6 +87,7 @@ assign_first_fit(const TsPathTable *pt, const int64_t *order, int64_t n, int64_t
 		int32_t		len = path_len(pt, order[i]);
 		int64_t		node = 1;
 
+		ts_check_interrupts_after(16);
 		while (node < leaves)
 			node = tree[2 * node] >= len ? 2 * node : 2 * node + 1;
 		bin_of[i] = node - leaves;
@@ -118,6 +120,7 @@ assign_best_fit(const TsPathTable *pt, const int64_t *order, int64_t n, int64_t 
 		int32_t		free_lanes = len;
 		int64_t		b;
 
+		ts_check_interrupts_after(16);
 		while (free_lanes <= TS_PACK_LANES && top[free_lanes] < 0)
 			free_lanes++;
 		if (free_lanes > TS_PACK_LANES)

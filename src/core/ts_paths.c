@@ -123,6 +123,7 @@ merge_sets(TsPathBuilder *b, const TsEdge *edges, int32_t n)
 		b->pool_cap = (offset + len) * 2;
 		pt->cat_pool = ts_realloc(pt->cat_pool, (size_t) b->pool_cap * sizeof(uint32_t));
 	}
+	ts_check_interrupts_after((int64_t) n * len);
 	pt->cat_pool[offset] = nbits;
 	pt->cat_pool[offset + 1] = others ? 1 : 0;
 	for (int64_t w = 0; w < len - 2; w++)
@@ -248,7 +249,6 @@ walk_cat_set(TsPathBuilder *b, TsWalk *w, int32_t f)
 		return -1;
 	for (int32_t i = fm->last; i >= 0; i = w->frames[i].prev_same)
 		w->same[n++] = w->frames[i].edge;
-	ts_check_interrupts_after(n);
 	return merge_sets(b, w->same, n);
 }
 
@@ -373,17 +373,14 @@ static void
 walk_trees(TsPathBuilder *b, const TsModel *m, int64_t *counts)
 {
 	TsWalk		w = {0};
-	int64_t		largest = 1;
 	int32_t		nf = m->num_features > 0 ? m->num_features : 1;
+	size_t		depth = (size_t) m->max_depth + 1;	/* frames on a path: its root and one per edge */
 
-	for (int32_t t = 0; t < m->num_trees; t++)
-		if (m->tree_offset[t + 1] - m->tree_offset[t] > largest)
-			largest = m->tree_offset[t + 1] - m->tree_offset[t];
 	w.feat = ts_alloc0(sizeof(TsFeatureMerge) * (size_t) nf);
 	w.active = ts_alloc(sizeof(int32_t) * (size_t) nf);
 	w.order = ts_alloc(sizeof(int32_t) * (size_t) nf);
-	w.frames = ts_alloc(sizeof(TsFrame) * (size_t) largest);
-	w.same = ts_alloc(sizeof(TsEdge) * (size_t) largest);
+	w.frames = ts_alloc(sizeof(TsFrame) * depth);
+	w.same = ts_alloc(sizeof(TsEdge) * depth);
 	for (int32_t f = 0; f < nf; f++)
 		w.feat[f].last = -1;
 	for (int32_t t = 0; t < m->num_trees; t++)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define WIRE_MAGIC 0x49575354u	/* "TSWI" */
-#define WIRE_FORMAT 1
+#define WIRE_FORMAT 2
 
 /* Bytes being written: counted always, copied while they fit. */
 typedef struct Writer

@@ -32,6 +32,7 @@ ts_gpu_fixed_scale(const TsPathTable *pt)
 			if (pt->zero_fraction[e] > 1.0)
 				c *= pt->zero_fraction[e];
 		bound += c;
+		ts_check_interrupts_after(1 + ts_path_len(pt, p));
 	}
 	if (!isfinite(bound))
 		return ldexp(1.0, 61 - 1024);
@@ -79,6 +80,7 @@ ts_gpu_lanes(const TsPathTable *pt, const TsPacking *pk)
 		TsGpuLane  *bin = lanes + b * TS_GPU_LANES;
 		int			lane = 0;
 
+		ts_check_interrupts_after(4 * TS_GPU_LANES);
 		for (int64_t i = pk->bin_start[b]; i < pk->bin_start[b + 1]; i++)
 		{
 			int64_t		p = pk->paths[i];

@@ -54,6 +54,7 @@ ts_gpu_forest_build(const TsModel *m)
 		int64_t		base = m->tree_offset[t];
 
 		roots[t] = (int32_t) base;
+		ts_check_interrupts_after(m->tree_offset[t + 1] - base);
 		for (int64_t g = base; g < m->tree_offset[t + 1]; g++)
 		{
 			nodes[g] = gpu_node(m, base, g, leaves);

@@ -376,6 +376,7 @@ ts_gpu_quad_build(const TsPathTable *pt)
 			fill_elements(pt, p, (TsGpuQuadElem *) q->elems + elems,
 						  q->elem_cat ? (int32_t *) q->elem_cat + elems : NULL, slot_of);
 			fill_coefficients(pt, p, &rules, (double *) q->coef + coefs);
+			ts_check_interrupts_after(coef_stride(nodes_for(d)) * (1 + 2 * d));
 			elems += d;
 			coefs += coef_stride(nodes_for(d)) * (1 + 2 * d);
 		}

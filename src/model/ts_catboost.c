@@ -111,8 +111,11 @@ read_feature_names(TsModel *m, const TsJson *info)
 		}
 	}
 	for (int32_t j = 0; j < m->num_features; j++)
+	{
+		ts_check_interrupts_after(j + 1);	/* quadratic in the features: 40,000 take seconds */
 		for (int32_t k = 0; all && k < j; k++)
 			all = names[j] != NULL && names[k] != NULL && strcmp(names[j], names[k]) != 0;
+	}
 	all = all && names[0] != NULL;
 	if (all)
 	{
@@ -308,6 +311,7 @@ read_one_hot_dictionaries(TsModel *m, const TsJson *trees, const TsJson *info, T
 		{
 			const TsJson *splits = ts_json_get(trees->u.arr.items[t], "splits");
 
+			ts_check_interrupts_after(1 + (int64_t) ts_json_array_len(splits));
 			for (size_t i = 0; i < ts_json_array_len(splits); i++)
 			{
 				int32_t		hash;

@@ -295,6 +295,7 @@ read_feature_names(TsModel *m, const char *s, TsError *err)
 		m->feature_names[j] = ts_alloc(n + 1);
 		memcpy(m->feature_names[j], s, n);
 		m->feature_names[j][n] = '\0';
+		ts_check_interrupts_after(j + 1);
 		for (int32_t i = 0; i < j; i++)
 			if (strcmp(m->feature_names[i], m->feature_names[j]) == 0)
 				return ts_fail(err, TS_ERR_INVALID, "feature name \"%s\" appears twice",
@@ -373,6 +374,7 @@ collect_trees(LgbText *text, char *line, LgbTree **trees, int32_t *ntrees, TsErr
 		}
 		else if (*ntrees > 0)
 			tree_field(&(*trees)[*ntrees - 1], line);
+		ts_check_interrupts_after(4);
 		line = next_line(text);
 	}
 	if (line == NULL)
@@ -730,6 +732,7 @@ build_model(TsModel *m, LgbText *text, TsError *err)
 
 		ok = parse_tree(&trees[t], t, m->num_features, &n, err) &&
 			copy_tree(m, &n, t, m->tree_offset[t], scale, seen, err);
+		ts_check_interrupts_after(ok ? 16 * (int64_t) n.leaves : 1);
 		free_nodes(&n);
 	}
 	ts_free(seen);

@@ -474,6 +474,7 @@ read_feature_names(TsModel *m, const TsJson *learner, TsError *err)
 		if (s->type != TSJ_STRING || s->u.str.len == 0 || strlen(s->u.str.ptr) != s->u.str.len)
 			return ts_fail(err, TS_ERR_INVALID, "feature_names[%zu] is not a non-empty string", i);
 		m->feature_names[i] = copy_string(s->u.str.ptr, s->u.str.len);
+		ts_check_interrupts_after((int64_t) i + 1);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(m->feature_names[j], m->feature_names[i]) == 0)
 				return ts_fail(err, TS_ERR_INVALID, "feature name \"%s\" appears twice",

@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -100,7 +101,8 @@ plan(TsPlanJob *job)
 					 exhausted_size);
 	}
 	ts_use_interrupt_check(NULL);
-	ts_tracked_end(stop_reason != 0);
+	/* a plan that keeps nothing frees all it allocated, a reader's leftovers too */
+	ts_tracked_end(job->status != TS_REQUEST_OK);
 }
 
 /* The thread: plan each job submitted, then wake the serving thread. */
@@ -119,12 +121,13 @@ planner_main(void *arg)
 		job = current;
 		pthread_mutex_unlock(&lock);
 		plan(job);
+		/* the byte goes before the unlock: a take that sees planned then drains it */
 		pthread_mutex_lock(&lock);
 		planned = true;
-		pthread_mutex_unlock(&lock);
 		do
 			n = write(wake_pipe[1], "p", 1);
 		while (n < 0 && errno == EINTR);
+		pthread_mutex_unlock(&lock);
 	}
 	return NULL;
 }
@@ -215,6 +218,6 @@ ts_planner_free(TsPlanJob *job)
 	ts_dev_layout_free(job->layout);
 	ts_paths_free(job->paths);
 	ts_model_free(job->model);
-	ts_free(job->bytes);
+	free(job->bytes);
 	ts_free(job);
 }

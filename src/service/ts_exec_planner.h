@@ -22,7 +22,7 @@ typedef struct TsPlanJob
 {
 	TsExecMsg	msg;
 	TsModelKey	key;
-	char	   *bytes;
+	char	   *bytes;			/* malloc's */
 	size_t		len;
 	int32_t		status;			/* TsRequestStatus: OK, BAD_MODEL, INVALID, OUT_OF_MEMORY or CANCELLED */
 	int32_t		error_class;	/* BAD_MODEL: the reader's TsErrorCode */

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/ts_interventional.h"
@@ -325,9 +326,12 @@ static int32_t
 plan_model(TsSegment *seg, const TsExecMsg *msg)
 {
 	TsRequestHeader *h = seg->h;
+	TsModelKey	key = h->model;		/* read once: the backend could change the header */
+	uint64_t	offset = h->bytes_offset;
 	TsPlanJob  *job;
+	char	   *bytes;
 
-	if (!within(seg, h->bytes_offset, h->model.length))
+	if (!within(seg, offset, key.length))
 		return ts_exec_answer(h, TS_REQUEST_INVALID, "the model's bytes lie outside the request");
 	if (ts_planner_busy())
 	{
@@ -337,12 +341,17 @@ plan_model(TsSegment *seg, const TsExecMsg *msg)
 		waiting[(waiting_head + waiting_count++) % LOADS_WAITING] = *msg;
 		return TS_EXEC_PENDING;
 	}
+	/* malloc, not ts_alloc, which ends the executor when memory runs out */
+	if ((bytes = malloc(key.length > 0 ? key.length : 1)) == NULL)
+		return ts_exec_answer(h, TS_REQUEST_OUT_OF_MEMORY,
+							  "the GPU service has no host memory for the model's %llu bytes",
+							  (unsigned long long) key.length);
+	memcpy(bytes, (const char *) h + offset, key.length);
 	job = ts_alloc0(sizeof(TsPlanJob));
 	job->msg = *msg;
-	job->key = h->model;
-	job->len = h->model.length;
-	job->bytes = ts_alloc(job->len);
-	memcpy(job->bytes, (const char *) h + h->bytes_offset, job->len);
+	job->key = key;
+	job->len = key.length;
+	job->bytes = bytes;
 	ts_planner_submit(job);
 	return TS_EXEC_PENDING;
 }
@@ -468,12 +477,6 @@ ts_exec_load_cancel(int32_t slot, uint64_t seq)
 		if (w->slot == slot && w->seq == seq)
 			w->result = TS_REQUEST_CANCELLED;
 	}
-}
-
-bool
-ts_exec_planning(void)
-{
-	return ts_planner_busy() || waiting_count > 0;
 }
 
 /* Whether a run's job computes interaction values (and so carries feature slots). */

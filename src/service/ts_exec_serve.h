@@ -44,8 +44,6 @@ extern bool ts_exec_load_progress(TsExecAnswer answer, void *arg, bool *fatal);
 /* A backend abandoned load (slot, seq): stop its plan, or drop it from the queue. */
 extern void ts_exec_load_cancel(int32_t slot, uint64_t seq);
 
-/* Whether a model is being planned or a load waits for the planner. */
-extern bool ts_exec_planning(void);
 
 /* Take a RUN message: TS_EXEC_PENDING, or its answer when it cannot run. */
 extern int32_t ts_exec_run(const TsExecMsg *msg);
