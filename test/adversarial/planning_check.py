@@ -146,7 +146,9 @@ def cancel_while_planning(conn):
     check(ended["how"] == "57014" and after < 1.0,
           f"a call cancelled while its model was planned ended within 1 s ({ended['how']}, {after:.3f} s)")
     next_call = first_call(cur, "chain5k")
-    check(next_call < alone + 0.5,
+    # an abandoned plan left running would hold it up for the rest of the forest's plan,
+    # seconds on 2 cores (24M path elements); a margin of 1 s leaves room for a busy machine
+    check(next_call < alone + 1.0,
           f"the next model's first call did not wait for the abandoned plan ({next_call:.2f} s; "
           f"{alone:.2f} s with the service idle)")
     victim.close()
