@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
+#include "storage/ipc.h"
 
 #include "backend/ts_settings.h"
 #include "backend/ts_threads.h"
@@ -21,6 +22,8 @@ static TsRowPool *session_pool;
  * runs on the backend alone, and the pool is not replaced under the run.
  */
 static bool pool_overlapping;
+
+static bool exit_hook_set = false;
 
 int
 ts_cpu_threads_now(void)
@@ -83,10 +86,29 @@ ts_cpu_rows_can_overlap(const TsCpuRows *r)
 		ts_row_pool_threads(session_row_pool(r->threads)) == r->threads;
 }
 
+/*
+ * At exit: stop a run that overlaps the backend's work. A terminate is a
+ * FATAL, which exits past every PG_CATCH, and the transaction's abort then
+ * frees the rows the threads read (they ran on into freed memory: a
+ * segfault that restarted the server, test/adversarial/cancel_check.py on
+ * PostgreSQL 16). Registered after InitPostgres's own callback, so it runs
+ * before that abort.
+ */
+static void
+abandon_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	ts_cpu_rows_abandon();
+}
+
 void
 ts_cpu_rows_begin(TsCpuRows *r, int64 nrows)
 {
 	Assert(!pool_overlapping);
+	if (!exit_hook_set)
+	{
+		before_shmem_exit(abandon_at_exit, (Datum) 0);
+		exit_hook_set = true;
+	}
 	ts_cpu_rows_start(r, session_pool, nrows, interrupt_pending);
 	pool_overlapping = true;
 }
