@@ -114,6 +114,7 @@ echo "== layers of src/: includes point down only, PostgreSQL only in the backen
 echo "== compute core under AddressSanitizer"
 make -s -C test/core >/dev/null
 /usr/bin/python3 test/core/fuzz_core.py || status=1
+test/core/build/tracked_check test/fixtures/reg.json || status=1
 
 echo "== libFuzzer over each model reader, AddressSanitizer and UndefinedBehaviorSanitizer (a short slice)"
 bash test/fuzz/run.sh "${TS_FUZZ_RUNS:-20000}" || status=1
