@@ -11,13 +11,19 @@
 # hold a CUDA context (nvidia-smi): the service's executor alone. With
 # TS_PG_RESTART (a command that restarts the server) it goes on to builds for
 # other GPUs (test/gpu_arch_check.sh).
+# Arguments name the parts to run (default: all of them, in this order): build
+# suite compare batching contexts service jobs adversarial arch. The build is
+# what the others test: run it first, in the same or an earlier invocation.
 set -u
+parts=${*:-build suite compare batching contexts service jobs adversarial arch}
+want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 PG_CONFIG=${PG_CONFIG:-pg_config}
 status=0
 psql -X -At -c "SHOW shared_preload_libraries" | grep -q pg_treeshap \
   || { echo "gpu-check: pg_treeshap must be in shared_preload_libraries (the GPU service runs every GPU call)"; exit 1; }
 
+if want build; then
 echo "== build with nvcc and install"
 make -s clean
 t0=$(date +%s.%N)
@@ -29,6 +35,7 @@ psql -X -At -c "CREATE EXTENSION pg_treeshap" \
      -c "SELECT format('gpu: %s, %s MiB, compute %s, %s SMs', name, total_memory / 1048576, compute_capability, multiprocessors) FROM treeshap.gpu_info()" \
      -c "SELECT format('gpu service: %s, pid %s, %s', service, service_pid, coalesce(name, message)) FROM treeshap.gpu_status" \
      -c "DROP EXTENSION pg_treeshap"
+fi
 
 echo "== force treeshap.device = gpu for every session"
 # (LOAD first: ALTER SYSTEM only accepts the setting once the module defines it)
@@ -37,13 +44,16 @@ psql -X -q -c "LOAD 'pg_treeshap'" -c "ALTER SYSTEM SET treeshap.device = 'gpu'"
 psql -X -At -c "SHOW treeshap.device" | grep -qx gpu || { echo "treeshap.device is not forced"; exit 1; }
 trap 'psql -X -q -c "LOAD '"'"'pg_treeshap'"'"'" -c "ALTER SYSTEM RESET treeshap.device" -c "SELECT pg_reload_conf()" >/dev/null' EXIT
 
+if want suite; then
 echo "== pg_regress"
 make -s PG_CONFIG="$PG_CONFIG" installcheck || { cat regression.diffs 2>/dev/null | head -80; status=1; }
 
 echo "== pgTAP"
 psql -X -q -c "CREATE EXTENSION IF NOT EXISTS pgtap" -c "CREATE EXTENSION IF NOT EXISTS pg_treeshap"
 pg_prove test/t*.sql || status=1
+fi
 
+if want compare; then
 echo "== GPU against CPU on every fixture"
 out=$(psql -X -v ON_ERROR_STOP=1 -f test/gpu_compare.sql) || { echo "$out"; status=1; }
 echo "$out" | grep -v '^$'
@@ -51,26 +61,36 @@ echo "$out" | grep -q "gpu-compare:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interactions:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare predict:.*PASS" || status=1
 echo "$out" | grep -q "gpu-compare interventional:.*PASS" || status=1
+fi
 
+if want batching; then
 echo "== requests of eight sessions merged into shared launches, bitwise as one session alone"
 bash test/batching_check.sh || status=1
+fi
 
+if want contexts; then
 echo "== one CUDA context on the GPU, the service's executor's, after every session above"
 executor=$(psql -X -At -c "SELECT executor_pid FROM treeshap.gpu_status LIMIT 1")
 holders=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | sort -u | tr '\n' ' ')
 echo "processes with a CUDA context: ${holders:-none}; the service's executor: $executor"
 [ "$(echo $holders)" = "$executor" ] || { echo "FAIL: CUDA contexts outside the service's executor"; status=1; }
+fi
 
+if want service; then
 echo "== the GPU service's executor killed with SIGKILL"
 bash test/service_check.sh || status=1
+fi
 
+if want jobs; then
 echo "== explain_into stopped mid-run (terminate, cancel, SIGKILL) and resumed, on the GPU"
 if python3 -c "import psycopg2" 2>/dev/null; then
   TS_JOBS_ROWS=${TS_JOBS_ROWS:-400000} TS_JOBS_BATCH=${TS_JOBS_BATCH:-5000} python3 test/jobs_check.py || status=1
 else
   echo "psycopg2 is not importable: skipped"
 fi
+fi
 
+if want adversarial; then
 echo "== adversarial models on the GPU: every function stopped within 1 s; models planned off the serving path"
 if python3 -c "import psycopg2" 2>/dev/null; then
   python3 test/adversarial/cancel_check.py --device gpu || status=1
@@ -78,13 +98,16 @@ if python3 -c "import psycopg2" 2>/dev/null; then
 else
   echo "psycopg2 is not importable: skipped"
 fi
+fi
 
+if want arch; then
 echo "== builds for other GPUs: compute_75 PTX alone; an sm_80 cubin alone, which this GPU cannot run"
 if [ -n "${TS_PG_RESTART:-}" ]; then
   bash test/gpu_arch_check.sh || status=1
 else
   echo "SKIPPED: set TS_PG_RESTART to the command that restarts this server"
 fi
+fi
 
-echo "gpu-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+echo "gpu-check${*:+ ($*)}: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -29,10 +29,14 @@ at the beginning (no backend crashed), and a fresh session must still predict
 with every model.
 
 --device sets treeshap.device in every working session (default cpu). The tables
-are sized for the CPU path; a device that finishes a call before its signal makes
-that call fail, as it should.
+are sized for the CPU path of a 2-core machine. With --device gpu, or --calibrate,
+each function's rows are first read over as many times as it takes for an
+unsignalled call to run at least twice its longest delay (the GPU explains the
+CPU's rows in a fraction of a second); a device that still finishes a call before
+its signal makes that call fail, as it should.
 """
 import argparse
+import math
 import os
 import sys
 import threading
@@ -112,28 +116,104 @@ def make_table(conn, kind):
                                            PRIMARY KEY (row_key, output, model_version))""")
 
 
-def calls(kind, model):
-    """(function, SQL, arguments, SQL to run first) for every function under test."""
+def source(kind, repeat):
+    """The model's rows read `repeat` times over, every id still unique."""
     table = f"{SCHEMA}.{kind}"
-    rows = f"SELECT * FROM {table}"
+    if repeat == 1:
+        return f"SELECT * FROM {table}"
+    return (f"SELECT t.id * {repeat} + k AS id, {features(kind)} FROM {table} t "
+            f"CROSS JOIN generate_series(0, {repeat - 1}) k")
+
+
+def source_view(control, kind, repeat):
+    """A view of source(kind, repeat), for explain_into, which reads a relation."""
+    if repeat == 1:
+        return f"{SCHEMA}.{kind}"
+    view = f"{SCHEMA}.{kind}_x{repeat}"
+    query(control, f"CREATE OR REPLACE VIEW {view} AS {source(kind, repeat)}")
+    return view
+
+
+def base_repeat(kind, function):
+    """How many times a function reads its model's rows over on the CPU path."""
+    return TABLES[kind][1] if function == "predict" else 1
+
+
+def calls(control, kind, model, repeats):
+    """(function, SQL, arguments, SQL to run first) for every function under test;
+    repeats: how many times each function reads the rows over (its base if absent)."""
+    table = f"{SCHEMA}.{kind}"
+
+    def rows(function):
+        return source(kind, repeats.get(function, base_repeat(kind, function)))
     background = f"SELECT {features(kind)} FROM {table} WHERE id <= 50"
-    predict_rows = f"SELECT t.* FROM {table} t CROSS JOIN generate_series(1, {TABLES[kind][1]})"
+    into = source_view(control, kind, repeats.get("explain_into", 1))
     return [
         ("load_model", "SELECT 1 FROM treeshap.load_model(%s, %s, replace => true)", (kind, model), None),
-        ("predict", "SELECT count(*) FROM treeshap.predict(%s, %s)", (kind, predict_rows), None),
-        ("explain_shap", "SELECT count(*) FROM treeshap.explain_shap(%s, %s)", (kind, rows), None),
-        ("explain_shap_wide", "SELECT count(*) FROM treeshap.explain_shap_wide(%s, %s)", (kind, rows), None),
+        ("predict", "SELECT count(*) FROM treeshap.predict(%s, %s)", (kind, rows("predict")), None),
+        ("explain_shap", "SELECT count(*) FROM treeshap.explain_shap(%s, %s)", (kind, rows("explain_shap")), None),
+        ("explain_shap_wide", "SELECT count(*) FROM treeshap.explain_shap_wide(%s, %s)",
+         (kind, rows("explain_shap_wide")), None),
         ("explain_top_features", "SELECT count(*) FROM treeshap.explain_top_features(%s, %s, k => 3)",
-         (kind, rows), None),
+         (kind, rows("explain_top_features")), None),
         ("explain_interactions", "SELECT count(*) FROM treeshap.explain_interactions(%s, %s, "
-         "features => ARRAY['f0', 'f2'])", (kind, rows), None),
+         "features => ARRAY['f0', 'f2'])", (kind, rows("explain_interactions")), None),
         ("interventional", "SELECT count(*) FROM treeshap.explain_shap_wide(%s, %s, background => %s)",
-         (kind, rows, background), None),
-        ("feature_importance", "SELECT count(*) FROM treeshap.feature_importance(%s, %s)", (kind, rows), None),
+         (kind, rows("interventional"), background), None),
+        ("feature_importance", "SELECT count(*) FROM treeshap.feature_importance(%s, %s)",
+         (kind, rows("feature_importance")), None),
         # emptied first, so that every call has every row to explain
-        ("explain_into", "CALL treeshap.explain_into(%s, %s, %s)", (kind, table, f"{table}_shap"),
+        ("explain_into", "CALL treeshap.explain_into(%s, %s, %s)", (kind, into, f"{table}_shap"),
          f"TRUNCATE {table}_shap"),
     ]
+
+
+def delay_of(m, f, s, kind, function, signal):
+    """The delay before a call's signal: a load gets the earliest, the one chain200k's
+    load may still see; a few calls are signalled later."""
+    if function == "load_model":
+        return DELAYS[0]
+    return LONGER.get((kind, function, signal), DELAYS[(m + f + s) % len(DELAYS)])
+
+
+def outlasts(control, session, call, need):
+    """Whether an unsignalled call runs `need` seconds (a statement_timeout then
+    ends it, so that finding out costs no more than that); else its seconds."""
+    function, sql, args, first = call
+    if first:
+        query(control, first)
+    query(session.conn, "SET statement_timeout = %s", (int(need * 1000),))
+    started = time.monotonic()
+    try:
+        query(session.conn, sql, args)
+    except psycopg2.errors.QueryCanceled:
+        return True
+    finally:
+        query(session.conn, "RESET statement_timeout")
+    return time.monotonic() - started
+
+
+def calibrate(control, session, m, kind, model):
+    """Each function's repeat, grown until an unsignalled call runs at least twice
+    the longest delay it will be signalled after."""
+    repeats = {}
+    for f, call in enumerate(calls(control, kind, model, repeats)):
+        function = call[0]
+        if function == "load_model":
+            continue
+        need = 2 * max(delay_of(m, f, s, kind, function, signal) for s, signal in enumerate(SIGNALS))
+        repeat = base_repeat(kind, function)
+        while True:
+            spent = outlasts(control, session, calls(control, kind, model, {function: repeat})[f], need)
+            if spent is True:
+                break
+            # time is not linear in the rows (a call's fixed cost): aim well past the
+            # need, which costs nothing more, since the timeout ends the call there
+            repeat *= min(32, max(2, math.ceil(3 * need / max(spent, 0.01))))
+        repeats[function] = repeat
+        print(f"calibrated: {kind:9} {function:20} rows read {repeat} times over "
+              f"(unsignalled, longer than {need:.1f} s)", flush=True)
+    return repeats
 
 
 class Session:
@@ -234,13 +314,13 @@ def setup(conn, models):
         make_table(conn, kind)
 
 
-def final_checks(control, device, postmaster_started):
+def final_checks(control, device, postmaster_started, kinds):
     """The postmaster never restarted, and a fresh session predicts with every model."""
     now = query(control, "SELECT pg_postmaster_start_time()")[0][0]
     check("the postmaster never restarted", now == postmaster_started,
           f"started at {postmaster_started}, now {now}")
     session = Session(device)
-    for kind in KINDS:
+    for kind in kinds:
         name = f"a fresh session predicts 10 rows with {kind}"
         try:
             n = query(session.conn, "SELECT count(*) FROM treeshap.predict(%s, %s)",
@@ -254,28 +334,39 @@ def final_checks(control, device, postmaster_started):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
-    device = parser.parse_args().device
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="the models to run on, comma-separated (default: all)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="grow each function's rows until it outlasts its signals (always with gpu)")
+    options = parser.parse_args()
+    device = options.device
+    calibrating = options.calibrate or device == "gpu"
+    kinds = options.kinds.split(",")
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        parser.error(f"unknown models {', '.join(sorted(unknown))}; there are {', '.join(KINDS)}")
     begun = time.monotonic()
     control = connect()
     postmaster_started = query(control, "SELECT pg_postmaster_start_time()")[0][0]
-    models = {kind: model_bytes(kind) for kind in KINDS}
+    models = {kind: model_bytes(kind) for kind in kinds}
     setup(control, models)
     print(f"device {device}; models and tables ready after {time.monotonic() - begun:.1f} s", flush=True)
     session = Session(device)
     count = 0
     for m, kind in enumerate(KINDS):
-        for f, call in enumerate(calls(kind, models[kind])):
+        if kind not in kinds:
+            continue
+        repeats = calibrate(control, session, m, kind, models[kind]) if calibrating else {}
+        for f, call in enumerate(calls(control, kind, models[kind], repeats)):
             for s, signal in enumerate(SIGNALS):
-                # a load gets the earliest signal, the one chain200k's load may still see
-                delay = DELAYS[0] if call[0] == "load_model" else \
-                    LONGER.get((kind, call[0], signal), DELAYS[(m + f + s) % len(DELAYS)])
+                delay = delay_of(m, f, s, kind, call[0], signal)
                 session = run_call(control, session, device, kind, call, signal, delay)
                 count += 1
     session.conn.close()
-    final_checks(control, device, postmaster_started)
+    final_checks(control, device, postmaster_started, kinds)
     query(control, f"DROP SCHEMA {SCHEMA} CASCADE")
     query(control, "DELETE FROM treeshap.job_store WHERE target LIKE %s", (SCHEMA + ".%",))
-    for kind in KINDS:
+    for kind in kinds:
         query(control, "SELECT treeshap.drop_model(%s)", (kind,))
     print(f"cancel-check: {count} calls in {time.monotonic() - begun:.0f} s: "
           f"{'PASS' if not failures else f'FAIL ({len(failures)} failed, marked FAIL above)'}")

@@ -13,6 +13,7 @@ a path table costs before repeated features merge. Kinds (name: depth, features,
 
 Usage: make_models.py KIND [OUT]   (OUT defaults to stdout). Deterministic.
 """
+import functools
 import json
 import random
 import sys
@@ -76,7 +77,9 @@ def model(kind):
     }
 
 
+@functools.lru_cache(maxsize=None)
 def model_bytes(kind):
+    """The model's JSON, made once per process."""
     return json.dumps(model(kind), separators=(",", ":")).encode()
 
 

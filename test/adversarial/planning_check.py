@@ -85,37 +85,37 @@ def setup(cur):
     reload(cur, "forest")
 
 
-def latency_while_planning(conn):
-    """The resident model's request latency, quiet and while the forest is planned."""
+def latency_while_planning(conn, kind):
+    """The resident model's request latency, quiet and while `kind` is planned: a
+    new version of it planned again and again for at least a second (one plan of
+    the depth-30,000 chain takes milliseconds, the forest's seconds)."""
     cur = conn.cursor()
+    reload(cur, kind)
     timed_request(cur)      # resident now
     quiet = statistics.median(timed_request(cur) for _ in range(QUIET_REQUESTS))
     done = threading.Event()
-    spent = {}
+    plans = []
 
-    def plan_forest():
+    def plan_again_and_again():
         other = connect()
-        t0 = time.monotonic()
-        other.cursor().execute("SELECT count(*) FROM treeshap.predict('adv_forest', %s)",
-                               (one_row_query("forest"),))
-        spent["plan"] = time.monotonic() - t0
+        while sum(plans) < 1.0:
+            plans.append(first_call(other.cursor(), kind))
         other.close()
         done.set()
 
-    worker = threading.Thread(target=plan_forest)
+    worker = threading.Thread(target=plan_again_and_again)
     worker.start()
     during = []
     while not done.is_set():
         during.append(timed_request(cur))
     worker.join()
     busy = statistics.median(during) if during else float("inf")
-    print(f"quiet median {quiet * 1000:.1f} ms; while the forest's first call ran "
-          f"({spent['plan']:.2f} s): {len(during)} requests, median {busy * 1000:.1f} ms, "
-          f"max {max(during) * 1000:.1f} ms")
-    check(spent["plan"] >= 0.5, f"the forest's first call took long enough to test this ({spent['plan']:.2f} s)")
+    print(f"{kind}: quiet median {quiet * 1000:.1f} ms; while it was planned {len(plans)} times "
+          f"({sum(plans):.2f} s of first calls, the longest {max(plans):.2f} s): {len(during)} requests, "
+          f"median {busy * 1000:.1f} ms, max {max(during) * 1000:.1f} ms")
     check(len(during) >= 3 and busy <= 2 * quiet,
-          f"the resident model's requests kept their latency: median {busy * 1000:.1f} ms "
-          f"within 2x the quiet {quiet * 1000:.1f} ms")
+          f"the resident model's requests kept their latency while {kind} was planned: "
+          f"median {busy * 1000:.1f} ms within 2x the quiet {quiet * 1000:.1f} ms")
 
 
 def cancel_while_planning(conn):
@@ -162,7 +162,8 @@ def main():
     started = cur.fetchone()[0]
     setup(cur)
     if "--latency" in sys.argv:
-        latency_while_planning(conn)
+        for kind in ("chain30k", "forest"):
+            latency_while_planning(conn, kind)
     cancel_while_planning(conn)
     cur.execute("SELECT pg_postmaster_start_time()")
     check(cur.fetchone()[0] == started, "the postmaster never restarted")
