@@ -54,8 +54,11 @@ if install_build CUDA_ARCHS=80 CUDA_PTX=; then
   q -c "DROP DATABASE IF EXISTS ts_arch" -c "CREATE DATABASE ts_arch" >/dev/null
   psql -X -q -d ts_arch -c "CREATE EXTENSION pg_treeshap" -f test/houses.sql >/dev/null
   # the model goes through the client: the server may not read the checkout
-  psql -X -q -d ts_arch -v model="$(base64 -w0 test/fixtures/reg.json)" >/dev/null \
-    <<<"SELECT 1 FROM treeshap.load_model('reg', decode(:'model', 'base64'))"
+  # (psql's backquote reads it: as an argument, its 262 KB of base64 exceed the kernel's 128 KB limit)
+  psql -X -q -d ts_arch -v ON_ERROR_STOP=1 >/dev/null <<'SQL' || { echo "FAIL: the model did not load"; status=1; }
+\set model `base64 -w0 test/fixtures/reg.json`
+SELECT 1 FROM treeshap.load_model('reg', decode(:'model', 'base64'))
+SQL
   wide="SELECT md5(string_agg(row_key || ':' || array_to_string(shap_values, ','), ';' ORDER BY row_key))
           FROM treeshap.explain_shap_wide('reg', 'SELECT * FROM houses')"
   cpu=$(q -d ts_arch -q -c "SET treeshap.device = cpu" -c "$wide")
