@@ -544,3 +544,362 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Parallel jobs ---------------------------------------------------------------
+-- explain_into(..., workers => N) splits the source into key ranges of about
+-- batch_size rows, and background workers acting as the caller claim them one at
+-- a time (FOR UPDATE SKIP LOCKED): a range's rows are written and the range marked
+-- done in one transaction, so a killed worker's range is neither, and whoever runs
+-- next takes it. A run over a target that holds no row of the version writes
+-- without reading the target; otherwise each range skips the rows it holds.
+CREATE TABLE treeshap.job_range (
+    job           bigint NOT NULL REFERENCES treeshap.job_store ON DELETE CASCADE,
+    range_no      integer NOT NULL,
+    model_version bigint NOT NULL,
+    lo            text,         -- lo <= key < hi, in the key's type as text; NULL: unbounded
+    hi            text,
+    pending_only  boolean NOT NULL,
+    rows_planned  bigint NOT NULL,
+    rows_done     bigint,
+    done          boolean NOT NULL DEFAULT false,
+    done_by       integer,      -- the pid of the worker (or leader) that wrote it
+    owner         name NOT NULL DEFAULT current_user,
+    PRIMARY KEY (job, range_no)
+);
+COMMENT ON TABLE treeshap.job_range IS 'the key ranges of a parallel explain_into run, each done in the transaction that wrote its rows';
+ALTER TABLE treeshap.job_range ENABLE ROW LEVEL SECURITY;
+CREATE POLICY range_read ON treeshap.job_range FOR SELECT USING (true);
+CREATE POLICY range_plan ON treeshap.job_range FOR INSERT WITH CHECK (treeshap._owns(owner));
+CREATE POLICY range_done ON treeshap.job_range FOR UPDATE
+    USING (treeshap._owns(owner)) WITH CHECK (treeshap._owns(owner));
+CREATE POLICY range_forget ON treeshap.job_range FOR DELETE USING (treeshap._owns(owner));
+GRANT SELECT, INSERT, UPDATE, DELETE ON treeshap.job_range TO PUBLIC;
+
+ALTER TABLE treeshap.job_store ADD COLUMN workers integer;
+
+CREATE OR REPLACE VIEW treeshap.jobs AS
+SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
+       CASE WHEN j.state = 'running' AND NOT l.held THEN 'failed' ELSE j.state END AS state,
+       j.rows_done, j.rows_total,
+       round((j.rows_done / NULLIF(extract(epoch FROM j.last_batch_at - j.started_at), 0))::numeric, 1)
+           AS rows_per_second,
+       j.batches, j.runs, j.started_at, j.last_batch_at, j.finished_at,
+       CASE WHEN j.state = 'running' AND NOT l.held
+            THEN 'interrupted: the backend running the job ended before it finished'
+            ELSE j.error END AS error,
+       j.pid, j.workers, r.ranges_done, r.ranges_total
+  FROM treeshap.job_store j,
+       LATERAL (SELECT coalesce(treeshap._job_lock_holder(j.target) = j.pid, false) AS held) l,
+       LATERAL (SELECT count(*) FILTER (WHERE x.done) AS ranges_done, count(*) AS ranges_total
+                  FROM treeshap.job_range x WHERE x.job = j.job AND x.model_version = j.model_version) r;
+
+/* The workers a run uses: the argument, else treeshap.job_workers (auto: one per core, up to half of max_worker_processes). */
+CREATE FUNCTION treeshap._job_workers_wanted(workers integer)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'treeshap_job_workers_wanted'
+LANGUAGE C VOLATILE;
+
+/* Run `statement` (one range per call) in up to `workers` background workers acting as the caller; how many started. */
+CREATE FUNCTION treeshap._job_workers(workers integer, statement text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'treeshap_job_workers'
+LANGUAGE C STRICT VOLATILE;
+
+/* FROM clause of the rows a range explains: all the source's (with the filter), or
+   only those the target lacks under this version. */
+CREATE FUNCTION treeshap._range_rows(source text, key text, filter text, target text,
+                                     version bigint, pending_only boolean)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format('FROM %1$s s WHERE s.%2$s IS NOT NULL AND (%3$s)%4$s', source, key, coalesce(filter, 'true'),
+                  CASE WHEN pending_only THEN
+                      format(' AND NOT EXISTS (SELECT 1 FROM %s t WHERE t.row_key = s.%s AND t.model_version = %s)',
+                             target, key, version)
+                  ELSE '' END);
+$$;
+
+/* Split the rows of `rows_from` (a _range_rows clause) into ranges of range_rows
+   keys, replacing the job's earlier ranges; the rows to do. */
+CREATE FUNCTION treeshap._job_plan(job bigint, version bigint, key text, rows_from text,
+                                   range_rows integer, pending_only boolean)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    bounds text[];
+    total  bigint;
+BEGIN
+    DELETE FROM treeshap.job_range r WHERE r.job = _job_plan.job;
+    EXECUTE format('SELECT array_agg(k::text ORDER BY n) FILTER (WHERE (n - 1) %% %s = 0), count(*) '
+                   'FROM (SELECT s.%s AS k, row_number() OVER (ORDER BY s.%s) AS n %s) x',
+                   range_rows, key, key, rows_from)
+       INTO bounds, total;
+    -- range i holds bounds[i] <= key < bounds[i + 1]; the first is open below (keys
+    -- added meanwhile below the first land there), the last above
+    INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned)
+    SELECT _job_plan.job, i, version, CASE WHEN i > 1 THEN bounds[i] END, bounds[i + 1], pending_only,
+           least(range_rows, total - (i - 1)::bigint * range_rows)
+      FROM generate_subscripts(bounds, 1) i;
+    RETURN total;
+END
+$$;
+
+/* One range of a run, in the caller's transaction: claim the first range not done
+   (skipping those others hold, unless wait), explain and write its rows, mark it
+   done and count it. The rows written, or NULL when no range is left. */
+CREATE FUNCTION treeshap._job_run_range(job bigint, model text, layout text, source text, key text,
+                                        columns text, filter text, target text, version bigint,
+                                        key_type text, key_collation text, wait boolean)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    r      record;
+    n      bigint;
+    last   text;
+BEGIN
+    IF wait THEN
+        SELECT * INTO r FROM treeshap.job_range x WHERE x.job = _job_run_range.job AND NOT x.done
+         ORDER BY x.range_no LIMIT 1 FOR UPDATE;
+    ELSE
+        SELECT * INTO r FROM treeshap.job_range x WHERE x.job = _job_run_range.job AND NOT x.done
+         ORDER BY x.range_no LIMIT 1 FOR UPDATE SKIP LOCKED;
+    END IF;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    PERFORM treeshap._check_version(model, version);
+    EXECUTE treeshap._batch_sql(model, layout, target, version,
+        format('SELECT s.%s, %s %s%s%s', key, columns,
+               treeshap._range_rows(source, key, filter, target, version, r.pending_only),
+               CASE WHEN r.lo IS NULL THEN '' ELSE format(' AND s.%s >= %L::%s', key, r.lo, key_type) END,
+               CASE WHEN r.hi IS NULL THEN '' ELSE format(' AND s.%s < %L::%s', key, r.hi, key_type) END),
+        key_type, key_collation)
+        INTO n, last;
+    PERFORM treeshap._check_version(model, version);
+    UPDATE treeshap.job_range x SET done = true, rows_done = n, done_by = pg_backend_pid()
+     WHERE x.job = r.job AND x.range_no = r.range_no;
+    UPDATE treeshap.job_store j SET rows_done = j.rows_done + n, batches = j.batches + 1,
+                                    last_batch_at = clock_timestamp()
+     WHERE j.job = _job_run_range.job;
+    RETURN n;
+END
+$$;
+
+/* Whether a parallel run can split the source by its key: for a table, whether
+   the key has a unique index of its own (the ranges are found through it); NULL
+   for a view or any other source, which is taken as it is. */
+CREATE FUNCTION treeshap._key_splits(source regclass, key_column text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN c.relkind IN ('r', 'm', 'p') THEN EXISTS (
+               SELECT 1 FROM pg_index i
+                 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                WHERE i.indrelid = source AND i.indisunique AND i.indpred IS NULL
+                  AND i.indnkeyatts = 1 AND i.indexprs IS NULL AND a.attname = key_column) END
+      FROM pg_class c WHERE c.oid = source;
+$$;
+
+DROP PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean);
+CREATE PROCEDURE treeshap.explain_into(model text, source regclass, target text,
+                                       key_column text DEFAULT 'id',
+                                       filter text DEFAULT NULL,
+                                       layout text DEFAULT 'wide',
+                                       batch_size integer DEFAULT 10000,
+                                       features text[] DEFAULT NULL,
+                                       keep_old_versions boolean DEFAULT false,
+                                       workers integer DEFAULT NULL)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    version    bigint;
+    model_names text[];
+    key_type   oid;
+    key_typmod integer;
+    key_coll   text := '';
+    key_name   text;
+    src        text;
+    tgt        text;
+    created    boolean;
+    key        text := quote_ident(key_column);
+    columns    text;
+    job        bigint;
+    last_key   text;
+    n_rows     bigint;
+    n_workers  integer;
+    pending    boolean;
+    step       text := 'count';
+    finished   boolean := false;
+    err_state  text;
+    err_msg    text;
+    err_detail text;
+    err_hint   text;
+BEGIN
+    IF model IS NULL OR source IS NULL OR target IS NULL OR key_column IS NULL
+       OR layout IS NULL OR batch_size IS NULL OR keep_old_versions IS NULL THEN
+        RAISE EXCEPTION 'explain_into arguments other than filter, features and workers must not be NULL'
+              USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF layout NOT IN ('wide', 'long') THEN
+        RAISE EXCEPTION 'unknown layout "%"', layout
+              USING ERRCODE = 'invalid_parameter_value', HINT = 'Use ''wide'' or ''long''.';
+    END IF;
+    IF batch_size < 1 THEN
+        RAISE EXCEPTION 'batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    n_workers := treeshap._job_workers_wanted(workers);
+    SELECT m.version, m.feature_names INTO version, model_names
+      FROM treeshap.model_store m WHERE m.name = explain_into.model;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object';
+    END IF;
+    SELECT a.atttypid, a.atttypmod,
+           CASE WHEN a.attcollation <> 0 THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END
+      INTO key_type, key_typmod, key_coll
+      FROM pg_attribute a
+     WHERE a.attrelid = source AND a.attname = key_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of % does not exist', key_column, source
+              USING ERRCODE = 'undefined_column', HINT = 'Name the row key with key_column.';
+    END IF;
+    key_name := format_type(key_type, key_typmod);
+    -- workers split the source by its key: where that needs a unique index the
+    -- table lacks, the default runs in this session, and asking for workers is an error
+    IF n_workers > 0 AND NOT coalesce(treeshap._key_splits(source, key_column), true) THEN
+        IF workers IS NULL THEN
+            n_workers := 0;
+        ELSE
+            RAISE EXCEPTION 'column "%" of % is not a unique key', key_column, source
+                  USING ERRCODE = 'invalid_column_reference',
+                        HINT = 'A run with workers splits the source into ranges of its key: give the column '
+                               'a unique index (a primary key), or run with workers => 0.';
+        END IF;
+    END IF;
+    SELECT format('%I.%I', n.nspname, c.relname) INTO src
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = source;
+    -- features: as given; else by name (explain matches names); else all but the key
+    IF features IS NOT NULL THEN
+        SELECT string_agg('s.' || quote_ident(f), ', ' ORDER BY i) INTO columns
+          FROM unnest(features) WITH ORDINALITY u(f, i);
+    ELSIF model_names IS NOT NULL THEN
+        columns := 's.*';
+    ELSE
+        SELECT string_agg('s.' || quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
+          FROM pg_attribute a
+         WHERE a.attrelid = source AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> key_column;
+    END IF;
+    IF columns IS NULL THEN
+        RAISE EXCEPTION 'no feature columns' USING ERRCODE = 'datatype_mismatch';
+    END IF;
+
+    tgt := (SELECT string_agg(quote_ident(p), '.' ORDER BY i)
+              FROM unnest(parse_ident(target)) WITH ORDINALITY u(p, i));
+    created := to_regclass(tgt) IS NULL;
+    IF created THEN
+        EXECUTE treeshap._target_ddl(tgt, layout, key_name, key_coll);
+    ELSE
+        PERFORM treeshap._check_target(tgt::regclass, layout, key_type);
+    END IF;
+    -- one spelling per table: the job's name and its lock key
+    SELECT format('%I.%I', n.nspname, c.relname) INTO tgt
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tgt::regclass;
+    job := treeshap._job_open(model, src, tgt, layout, created);
+    -- a CALL inside a transaction block fails here, before any lock is taken
+    COMMIT;
+
+    IF NOT treeshap._job_lock(hashtext(tgt)) THEN
+        RAISE EXCEPTION 'an explain_into job into % is already running', tgt
+              USING ERRCODE = 'lock_not_available',
+                    DETAIL = format('Backend %s holds the lock of this target; see treeshap.jobs.',
+                                    treeshap._job_lock_holder(tgt));
+    END IF;
+
+    -- running (and visible to others) from here, while the rows to do are counted
+    PERFORM treeshap._job_update(job, 'start', version => version);
+    UPDATE treeshap.job_store j SET workers = n_workers WHERE j.job = job;
+    -- a run in this session alone writes rows a parallel run's ranges may still
+    -- count as missing: those ranges are forgotten
+    IF n_workers = 0 THEN
+        DELETE FROM treeshap.job_range x WHERE x.job = job;
+    END IF;
+    COMMIT;
+    -- From here on every error is caught, recorded and re-raised after the
+    -- lock is released: COMMIT cannot run inside an exception block, so each
+    -- step is one block and one commit. (An error between two statements
+    -- escapes; the abort then releases the lock, see ts_jobs.c.) Steps: in this
+    -- session alone, count, then batch after batch; with workers, plan (or take up
+    -- the ranges a stopped run left), work (the workers claim ranges until none is
+    -- left), then rest (this session takes what no worker finished).
+    WHILE NOT finished LOOP
+        BEGIN
+            IF step = 'count' AND n_workers = 0 THEN
+                EXECUTE 'SELECT count(*) ' || treeshap._pending_rows(src, key, filter, tgt, version)
+                   INTO n_rows;
+                PERFORM treeshap._job_update(job, 'count', n_rows);
+                step := 'batch';
+            ELSIF step = 'batch' THEN
+                PERFORM treeshap._check_version(model, version);
+                EXECUTE treeshap._batch_sql(model, layout, tgt, version,
+                    format('SELECT s.%s, %s %s ORDER BY s.%s LIMIT %s', key, columns,
+                           treeshap._pending_rows(src, key, filter, tgt, version, last_key, key_name),
+                           key, batch_size),
+                    key_name, key_coll)
+                    INTO n_rows, last_key;
+                PERFORM treeshap._check_version(model, version);
+                PERFORM treeshap._job_update(job, 'batch', n_rows);
+                finished := n_rows < batch_size;
+            ELSIF step = 'count' THEN
+                IF EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job
+                              AND x.model_version = version AND NOT x.done) THEN
+                    SELECT sum(x.rows_planned) INTO n_rows FROM treeshap.job_range x
+                     WHERE x.job = job AND NOT x.done;
+                ELSE
+                    -- a target without rows of this version is written without reading it
+                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
+                       INTO pending;
+                    n_rows := treeshap._job_plan(job, version, key,
+                        treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending);
+                END IF;
+                PERFORM treeshap._job_update(job, 'count', n_rows);
+                step := 'work';
+            ELSIF step = 'work' THEN
+                PERFORM treeshap._job_workers(n_workers,
+                    format('SELECT treeshap._job_run_range(%s, %L, %L, %L, %L, %L, %L, %L, %s, %L, %L, false)',
+                           job, model, layout, src, key, columns, filter, tgt, version, key_name, key_coll));
+                step := 'rest';
+            ELSE
+                finished := treeshap._job_run_range(job, model, layout, src, key, columns, filter, tgt,
+                                                    version, key_name, key_coll, true) IS NULL;
+            END IF;
+            IF finished THEN
+                IF NOT keep_old_versions THEN
+                    EXECUTE format('DELETE FROM %s WHERE model_version <> %s', tgt, version);
+                END IF;
+                PERFORM treeshap._job_update(job, 'done');
+            END IF;
+        EXCEPTION WHEN OTHERS OR query_canceled THEN
+            GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
+                                    err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+        END;
+        EXIT WHEN err_state IS NOT NULL;
+        COMMIT;
+    END LOOP;
+
+    IF err_state IS NOT NULL THEN
+        PERFORM treeshap._job_update(job, 'failed', error => err_msg);
+    END IF;
+    PERFORM treeshap._job_unlock();
+    COMMIT;
+    IF err_state IS NOT NULL THEN
+        IF err_state = '23505' AND err_hint = '' THEN
+            err_hint := 'The key column of the source must be unique.';
+        END IF;
+        PERFORM treeshap._raise(err_state, err_msg, err_detail, err_hint);
+    END IF;
+END
+$$;
+COMMENT ON PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean, integer) IS
+    'explain the source rows the target lacks for the model''s current version, one commit per batch or key range, in up to `workers` background workers';

@@ -11,6 +11,14 @@
    minute; after new source rows arrive the next run explains exactly them.
 5. replace: the model is replaced while a job runs; the job stops, and the
    next run explains every row under the new version.
+1-3 and 5 run twice: in the calling session alone (workers => 0) and with
+TS_JOBS_WORKERS background workers (default 3). With workers also:
+6. worker-terminate: one worker is terminated; the job fails saying so, the
+   others stop, and the re-run finishes the remainder.
+7. worker-sigkill: one worker gets SIGKILL (a server crash); the same.
+8. worker-error: a worker's ERROR fails the job with that worker's message
+   and SQLSTATE, and every worker is gone.
+9. leader-cancel: every worker is gone within 1 s of the leader's cancel.
 
 After every re-run the target must hold every source key exactly once, with
 values equal to a one-shot explain_shap_wide over the same rows.
@@ -26,6 +34,9 @@ import psycopg2
 ROWS = int(os.environ.get("TS_JOBS_ROWS", "40000"))
 BATCH = int(os.environ.get("TS_JOBS_BATCH", "2000"))
 KILL_AFTER_BATCHES = 3
+PARALLEL = int(os.environ.get("TS_JOBS_WORKERS", "3"))
+WORKER = "pg_treeshap job worker"
+workers = 0         # the runs' workers argument, set per pass in main
 MODEL = "jobs_reg"
 failures = []
 
@@ -74,8 +85,13 @@ def setup(conn):
     query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")
 
 
-def explain_into(conn, target):
-    query(conn, "CALL treeshap.explain_into(%s, 'jobs.houses', %s, batch_size => %s)", (MODEL, target, BATCH))
+def explain_into(conn, target, filter=None):
+    query(conn, "CALL treeshap.explain_into(%s, 'jobs.houses', %s, batch_size => %s, workers => %s, filter => %s)",
+          (MODEL, target, BATCH, workers, filter))
+
+
+def worker_pids(conn):
+    return [r[0] for r in query(conn, "SELECT pid FROM pg_stat_activity WHERE backend_type = %s", (WORKER,))]
 
 
 def job(conn, target):
@@ -125,8 +141,10 @@ def verify_target(conn, scenario, target):
     return dup, missing
 
 
-def crash_scenario(conn, scenario, kill):
-    target = f"jobs.{scenario}"
+def crash_scenario(conn, scenario, kill, victim="leader"):
+    """Kill the running job's leader (or one of its workers), then run it again."""
+    target = f"jobs.{scenario.replace('-', '_')}_{workers}"
+    scenario = f"{scenario} (workers {workers})"
     thread, outcome = start_in_thread(target)
     running, seen = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
     if running is None:
@@ -137,24 +155,29 @@ def crash_scenario(conn, scenario, kill):
     check(f"{scenario}: another session sees the running job's progress",
           running["rows_done"] >= KILL_AFTER_BATCHES * BATCH and running["rows_total"] == ROWS,
           f"rows_done {running['rows_done']} of {running['rows_total']}, {running['rate']} rows/s")
-    if scenario == "terminate":
+    if scenario.startswith("terminate"):
         try:
             explain_into(connect(), target)
             check("terminate: a second call into the running target is refused", False, "it ran")
         except psycopg2.Error as e:
             check("terminate: a second call into the running target is refused", e.pgcode == "55P03", e.pgcode)
-    kill(conn, running["pid"])
+    pids = worker_pids(conn) if victim == "worker" else [running["pid"]]
+    if not pids:
+        check(f"{scenario}: the job runs in workers", False, "none found in pg_stat_activity")
+        thread.join()
+        return conn
+    kill(conn, pids[0])
     thread.join()
     check(f"{scenario}: the killed call ended with an error", "error" in outcome,
           outcome["error"].pgcode if "error" in outcome else "")
-    if scenario == "sigkill":
+    if "sigkill" in scenario:
         conn = await_crash_restart(conn)
     after = job(conn, target)
     committed = query(conn, f"SELECT count(*) FROM {target}")[0][0]
     check(f"{scenario}: the interrupted run is reported failed, its committed batches kept",
           after["state"] == "failed"
           # a cancel between the procedure's statements escapes its handler: "interrupted"
-          and after["error"].startswith(("canceling", "interrupted") if scenario == "cancel" else "interrupted")
+          and after["error"].startswith(expected_error(scenario, victim))
           and committed == after["rows_done"] and committed % BATCH == 0 and committed > 0,
           f"state {after['state']}, {committed} rows committed in {committed // BATCH} batches")
     explain_into(conn, target)
@@ -167,6 +190,52 @@ def crash_scenario(conn, scenario, kill):
           f"{committed // BATCH} ({committed} rows), re-run {rerun['rows_done']} rows, "
           f"duplicates {dup}, missing {missing}")
     return conn
+
+
+def expected_error(scenario, victim):
+    """How the job's error begins: a cancel between the procedure's statements escapes
+    its handler ("interrupted"); a killed worker is reported by its leader."""
+    if victim == "worker" and "sigkill" not in scenario:
+        return "explain_into worker"
+    return ("canceling", "interrupted") if scenario.startswith("cancel") else "interrupted"
+
+
+def worker_error_scenario(conn):
+    """A worker's ERROR (here: division by zero in the filter, which the leader's plan
+    passes) fails the job with its message and SQLSTATE; no worker is left."""
+    target = f"jobs.worker_error_{workers}"
+    try:
+        explain_into(connect(), target, filter="current_setting('application_name') <> '' OR 1/0 = 1")
+        check("worker-error: the job fails", False, "it succeeded")
+    except psycopg2.Error as e:
+        j = job(conn, target)
+        check("worker-error: the job fails with the worker's SQLSTATE and message",
+              e.pgcode == "22012" and j["state"] == "failed" and j["error"] == "division by zero",
+              f"{e.pgcode}: {j['error']}")
+    check("worker-error: no worker is left", worker_pids(conn) == [], str(worker_pids(conn)))
+
+
+def leader_cancel_scenario(conn):
+    """Every worker is gone within 1 s of the leader's cancel."""
+    target = f"jobs.leader_cancel_{workers}"
+    thread, outcome = start_in_thread(target)
+    running, _ = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
+    if running is None:
+        thread.join()
+        check("leader-cancel: the job was still running", False, "it finished first: raise TS_JOBS_ROWS")
+        return
+    before = worker_pids(conn)
+    cancel(conn, running["pid"])
+    t0 = time.monotonic()
+    while worker_pids(conn) and time.monotonic() - t0 < 5:
+        time.sleep(0.01)
+    gone = time.monotonic() - t0
+    thread.join()
+    check("leader-cancel: every worker is gone within 1 s of the leader's cancel",
+          len(before) == workers and not worker_pids(conn) and gone <= 1.0,
+          f"{len(before)} workers, gone after {gone:.3f} s")
+    explain_into(conn, target)
+    verify_target(conn, "leader-cancel", target)
 
 
 def terminate(conn, pid):
@@ -251,14 +320,15 @@ def cron_scenario(conn):
 def replace_scenario(conn):
     """The model replaced while a run works: the run stops at the end of its batch
     (55000), and the next run explains every row under the new version."""
-    target = "jobs.replace"
+    target = f"jobs.replace_{workers}"
     thread, outcome = start_in_thread(target)
     running, _ = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
     if running is None:
         thread.join()
         check("replace: the job was still running", False, "it finished first: raise TS_JOBS_ROWS")
         return
-    with open("test/fixtures/reg_v3.json", "rb") as f:
+    # the first pass replaces reg with reg_v3, the second puts reg back
+    with open("test/fixtures/reg.json" if workers else "test/fixtures/reg_v3.json", "rb") as f:
         query(conn, "SELECT 1 FROM treeshap.load_model(%s, %s, replace => true)", (MODEL, f.read()))
     thread.join()
     err = outcome.get("error")
@@ -281,13 +351,19 @@ def replace_scenario(conn):
 
 
 def main():
+    global workers
     conn = connect()
     setup(conn)
-    conn = crash_scenario(conn, "terminate", terminate)
-    conn = crash_scenario(conn, "cancel", cancel)
-    conn = crash_scenario(conn, "sigkill", sigkill)
+    for workers in (0, PARALLEL):
+        conn = crash_scenario(conn, "terminate", terminate)
+        conn = crash_scenario(conn, "cancel", cancel)
+        conn = crash_scenario(conn, "sigkill", sigkill)
+        replace_scenario(conn)
+    conn = crash_scenario(conn, "worker-terminate", terminate, victim="worker")
+    conn = crash_scenario(conn, "worker-sigkill", sigkill, victim="worker")
+    worker_error_scenario(conn)
+    leader_cancel_scenario(conn)
     cron_scenario(conn)
-    replace_scenario(conn)
     query(conn, "DROP SCHEMA jobs CASCADE")
     query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")
     query(conn, "SELECT treeshap.drop_model(%s)", (MODEL,))

@@ -6,6 +6,8 @@
 -- refused), so those calls run plainly and psql's LAST_ERROR_SQLSTATE is
 -- checked; the plain ERROR lines they print are expected.
 \ir session.sql
+-- runs in the calling session alone, batch by batch; runs with workers are tested at the end
+SET treeshap.job_workers = 0;
 CREATE EXTENSION IF NOT EXISTS dblink;
 DROP SCHEMA IF EXISTS t09 CASCADE;
 CREATE SCHEMA t09;
@@ -37,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(62);
+SELECT plan(74);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -254,6 +256,50 @@ SELECT is(:'LAST_ERROR_SQLSTATE'::text, '23505', 'a duplicate source key violate
 SELECT results_eq($$SELECT state, rows_done FROM t09.job('t09.dup_shap')$$,
                   $$VALUES ('failed'::text, 1000::bigint)$$, 'the batches before the duplicate stay committed');
 SELECT is((SELECT count(*) FROM t09.dup_shap), 1000::bigint, 'the failed batch left nothing behind');
+
+-- Runs with workers: background workers acting as the caller claim key ranges of
+-- batch_size rows; each range's rows are written and the range marked done at once
+RESET treeshap.job_workers;
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.par', batch_size => 500, workers => 2);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.par',
+              'SELECT * FROM t09.wide', 'with workers: the target equals a one-shot explain_shap_wide, exactly');
+SELECT results_eq($$SELECT state, rows_done, rows_total, batches, workers, ranges_done, ranges_total, error FROM t09.job('t09.par')$$,
+                  $$VALUES ('done'::text, 3005::bigint, 3005::bigint, 7::bigint, 2, 7::bigint, 7::bigint, NULL::text)$$,
+                  'jobs: done, 3005 rows in 7 ranges of at most 500 keys, by 2 workers');
+SELECT ok((SELECT bool_and(r.done_by <> pg_backend_pid() AND r.rows_done <= 500) AND sum(r.rows_done) = 3005
+             FROM treeshap.job_range r JOIN t09.job('t09.par') j USING (job)),
+          'every range was written by a worker, not by the calling session');
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.par', batch_size => 500, workers => 2);
+SELECT results_eq($$SELECT state, rows_done, rows_total FROM t09.job('t09.par')$$,
+                  $$VALUES ('done'::text, 0::bigint, 0::bigint)$$, 'with workers: a second run finds nothing to do');
+INSERT INTO t09.houses (id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude")
+SELECT id, 8.3, 41, 6.9, 1.02, 322, 2.5, 37.88, -122.23 FROM (VALUES (0), (4001)) v(id);
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.par', batch_size => 500, workers => 2);
+SELECT results_eq($$SELECT rows_done, rows_total FROM t09.job('t09.par')$$,
+                  $$VALUES (2::bigint, 2::bigint)$$, 'with workers: a run after inserts explains exactly the new rows');
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.par',
+              'SELECT * FROM t09.wide', 'and the target equals explain_shap_wide again');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.x', workers => -1)$$, '22023',
+                 'workers must be between 0 and 64, not -1', 'negative workers are refused');
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.dup', 't09.x', workers => 2)$$, '42P10',
+                 'column "id" of t09.dup is not a unique key', 'workers on a source whose key is not unique are refused');
+SET treeshap.job_workers = 2;
+CALL treeshap.explain_into('t09_reg', 't09.bad', 't09.bad_default', batch_size => 500);
+SELECT results_eq($$SELECT state, rows_done, workers FROM t09.job('t09.bad_default')$$,
+                  $$VALUES ('done'::text, 3005::bigint, 0)$$,
+                  'the default runs a source without a unique key in the calling session');
+CREATE TABLE t09.bad_keyed AS SELECT * FROM t09.houses;
+ALTER TABLE t09.bad_keyed ADD PRIMARY KEY (id), ALTER COLUMN "Longitude" TYPE text;
+UPDATE t09.bad_keyed SET "Longitude" = 'east' WHERE id > 4500;
+\set ON_ERROR_STOP 0
+CALL treeshap.explain_into('t09_reg', 't09.bad_keyed', 't09.bad_keyed_shap', batch_size => 500);
+\set ON_ERROR_STOP 1
+SELECT is(:'LAST_ERROR_SQLSTATE'::text, '42804', 'a worker''s error fails the run with its SQLSTATE');
+SELECT results_eq($$SELECT state, error LIKE '%type text%', workers FROM t09.job('t09.bad_keyed_shap')$$,
+                  $$VALUES ('failed'::text, true, 2)$$, 'and the job records the worker''s message');
+SELECT is((SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_treeshap job worker'), 0::bigint,
+          'no worker is left after the failure');
+RESET treeshap.job_workers;
 
 SELECT * FROM finish();
 \set QUIET 1

@@ -9,7 +9,7 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_treeshap;
 SET treeshap.device = cpu;
-DROP TABLE IF EXISTS public.t13_rows, public.t13_alice_shap;
+DROP TABLE IF EXISTS public.t13_rows, public.t13_alice_shap, public.t13_alice_keyed, public.t13_alice_par;
 DO $$
 BEGIN
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname IN ('t13_alice', 't13_bob', 't13_carol')) THEN
@@ -33,7 +33,7 @@ GRANT SELECT ON public.t13_rows TO PUBLIC;
 GRANT CREATE ON SCHEMA public TO t13_alice;
 \set QUIET 0
 
-SELECT plan(16);
+SELECT plan(19);
 
 SET ROLE t13_alice;
 SELECT is((treeshap.load_model('t13_alice_model', convert_to(:'reg', 'UTF8'))).owner, 't13_alice'::name,
@@ -43,6 +43,20 @@ SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('t13_alice_model', 'S
 CALL treeshap.explain_into('t13_alice_model', 'public.t13_rows', 'public.t13_alice_shap');
 SELECT is((SELECT ROW(state, rows_done)::text FROM treeshap.jobs WHERE target LIKE '%t13_alice_shap'),
           ROW('done', 20)::text, 'and runs an explain_into job into its own table');
+
+-- workers act as the caller: a NOLOGIN role reached by SET ROLE, its privileges,
+-- its row level security (the filter below holds only for alice, and is evaluated
+-- in the workers)
+CREATE TABLE public.t13_alice_keyed AS SELECT * FROM public.t13_rows;
+ALTER TABLE public.t13_alice_keyed ADD PRIMARY KEY (id);
+CALL treeshap.explain_into('t13_alice_model', 'public.t13_alice_keyed', 'public.t13_alice_par',
+                           batch_size => 5, workers => 2, filter => 'current_user = ''t13_alice''');
+SELECT is((SELECT ROW(state, rows_done, workers, ranges_done)::text FROM treeshap.jobs WHERE target LIKE '%t13_alice_par'),
+          ROW('done', 20, 2, 4)::text, 'a run with workers under SET ROLE to a NOLOGIN role explains every row as that role');
+SELECT is((SELECT ROW(count(*), bool_and(owner = 't13_alice'), bool_and(done_by <> pg_backend_pid()))::text
+             FROM treeshap.job_range r JOIN treeshap.jobs j USING (job) WHERE j.target LIKE '%t13_alice_par'),
+          ROW(4, true, true)::text, 'its ranges are the role''s, written by the workers');
+SELECT is((SELECT count(*) FROM public.t13_alice_par), 20::bigint, 'into the role''s own target');
 RESET ROLE;
 
 SET ROLE t13_bob;
@@ -65,7 +79,7 @@ SELECT throws_like($$CALL treeshap.explain_into('t13_alice_model', 'public.t13_r
                    'nor run or take over another role''s job');
 SELECT treeshap._job_update(job, 'failed', error => 'forged') FROM treeshap.jobs
  WHERE target LIKE '%t13_alice_shap' \g /dev/null
-DELETE FROM treeshap.job_store WHERE target LIKE '%t13_alice_shap';
+DELETE FROM treeshap.job_store WHERE target LIKE '%t13_alice_shap' OR target LIKE '%t13_alice_par';
 RESET ROLE;
 SELECT is((SELECT ROW(state, rows_done, error)::text FROM treeshap.jobs WHERE target LIKE '%t13_alice_shap'),
           ROW('done', 20, NULL)::text, 'nor forge, fail or forget another role''s job rows');
@@ -93,8 +107,8 @@ SELECT ok(treeshap.drop_model('t13_alice_model'), 'a superuser drops any model')
 
 \set QUIET 1
 SELECT * FROM finish();
-DROP TABLE IF EXISTS public.t13_rows, public.t13_alice_shap;
-DELETE FROM treeshap.job_store WHERE target LIKE '%t13_alice_shap';
+DROP TABLE IF EXISTS public.t13_rows, public.t13_alice_shap, public.t13_alice_keyed, public.t13_alice_par;
+DELETE FROM treeshap.job_store WHERE target LIKE '%t13_alice_shap' OR target LIKE '%t13_alice_par';
 REVOKE CREATE ON SCHEMA public FROM t13_alice;
 DROP OWNED BY t13_alice, t13_bob, t13_carol;
 DROP ROLE t13_carol, t13_alice, t13_bob;

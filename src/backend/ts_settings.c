@@ -1,7 +1,7 @@
 /*
  * ts_settings.c - GUC definitions: treeshap.batch_rows, treeshap.device,
  * treeshap.gpu_precision, treeshap.algorithm, treeshap.match_columns,
- * treeshap.model_cache_size and treeshap.cpu_threads.
+ * treeshap.model_cache_size, treeshap.cpu_threads and treeshap.job_workers.
  */
 #include "postgres.h"
 
@@ -9,6 +9,7 @@
 
 #include "utils/guc.h"
 
+#include "backend/ts_job_workers.h"
 #include "backend/ts_settings.h"
 #include "core/ts_row_pool.h"
 #include "core/ts_shap_cpu.h"
@@ -22,6 +23,7 @@ int			ts_model_cache_kb = 512 * 1024;
 int			ts_cpu_threads = 0;
 int			ts_background_plan_kb = 256 * 1024;
 int			ts_background_grouping = TS_GROUPING_AUTO;
+int			ts_job_workers = -1;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TS_DEVICE_AUTO, false},
@@ -100,6 +102,11 @@ ts_settings_init(void)
 							 "auto picks quadrature on the CPU, and on the GPU for models of 500 paths or more; both are exact.",
 							 &ts_algorithm, TS_ALGORITHM_AUTO, algorithm_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("treeshap.job_workers",
+							"Background workers an explain_into run uses when it names none; -1: one per core, up to half of max_worker_processes.",
+							"0 runs every job in the calling session alone; a run with workers needs a source whose key is unique.",
+							&ts_job_workers, -1, -1, TS_JOB_MAX_WORKERS,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("treeshap.match_columns",
 							 "How query columns are matched to a named model's features: name or position.",
 							 "position ignores the model's feature names: the columns after the row key are its features, in order.",

@@ -46,6 +46,7 @@ extern int	ts_model_cache_kb;
 extern int	ts_cpu_threads;
 extern int	ts_background_plan_kb;
 extern int	ts_background_grouping;
+extern int	ts_job_workers;
 
 extern void ts_settings_init(void);
 

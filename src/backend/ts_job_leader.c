@@ -1,0 +1,303 @@
+/*
+ * ts_job_leader.c - the leader's side of a parallel explain_into run
+ * (ts_job_workers.h). treeshap._job_workers starts dynamic background
+ * workers in the caller's database, acting as the caller, and waits for
+ * them: they claim the run's key ranges themselves, so the leader only
+ * watches. A worker's ERROR fails the run with that worker's message and
+ * stops the others; a cancel, statement_timeout or terminate of the leader
+ * stops them too (within the second: they are sent SIGTERM and honour it
+ * like any backend). When fewer workers start than asked, the run goes on
+ * with those it got and says so.
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/postmaster.h"
+#include "storage/dsm.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
+
+#include "backend/ts_job_workers.h"
+#include "backend/ts_settings.h"
+#include "backend/ts_threads.h"
+#include "service/ts_pg_compat.h"
+
+PG_FUNCTION_INFO_V1(treeshap_job_workers);
+PG_FUNCTION_INFO_V1(treeshap_job_workers_wanted);
+
+/* How long a stopping leader waits for its workers to end. */
+#define TS_JOB_STOP_WAIT_MS 1000
+
+/* The settings a worker takes from its leader (all user-settable). */
+static const char *const passed_settings[] = {
+	"search_path", "work_mem", "treeshap.batch_rows", "treeshap.device", "treeshap.gpu_precision",
+	"treeshap.algorithm", "treeshap.match_columns", "treeshap.model_cache_size",
+	"treeshap.background_plan_memory", "treeshap.background_grouping", NULL
+};
+
+/* The workers of the run in progress, for the exit callback. */
+static BackgroundWorkerHandle *running[TS_JOB_MAX_WORKERS];
+static int	nrunning = 0;
+static TsJobShared *running_shared = NULL;
+
+/* Tell every running worker to stop: a flag for the next range, SIGTERM for this one. */
+static void
+stop_workers(void)
+{
+	if (running_shared != NULL)
+		pg_atomic_write_u32(&running_shared->stop, 1);
+	for (int i = 0; i < nrunning; i++)
+		TerminateBackgroundWorker(running[i]);
+}
+
+/* A leader terminated mid-run (FATAL passes every PG_CATCH) still stops its workers. */
+static void
+stop_workers_at_exit(int code, Datum arg)
+{
+	(void) code;
+	(void) arg;
+	stop_workers();
+	nrunning = 0;
+}
+
+/* Wait, up to a bound and deaf to interrupts, for every worker to end. */
+static void
+wait_workers_gone(void)
+{
+	HOLD_INTERRUPTS();
+	for (int waited = 0; waited < TS_JOB_STOP_WAIT_MS; waited += 10)
+	{
+		bool		alive = false;
+		pid_t		pid;
+
+		for (int i = 0; i < nrunning; i++)
+			alive |= GetBackgroundWorkerPid(running[i], &pid) != BGWH_STOPPED;
+		if (!alive)
+			break;
+		pg_usleep(10 * 1000L);
+	}
+	RESUME_INTERRUPTS();
+}
+
+/* The bytes the statement and the leader's settings take after the slots. */
+static Size
+shared_size(int nworkers, const char *statement, StringInfo settings)
+{
+	return add_size(add_size(offsetof(TsJobShared, slots),
+							 mul_size(nworkers, sizeof(TsJobWorkerSlot))),
+					add_size(strlen(statement) + 1, settings->len + 1));
+}
+
+/* name NUL value NUL for each passed setting, cpu_threads split between the workers. */
+static void
+collect_settings(StringInfo out, int nworkers)
+{
+	char		threads[16];
+
+	for (int i = 0; passed_settings[i] != NULL; i++)
+	{
+		const char *value = GetConfigOption(passed_settings[i], true, false);
+
+		if (value == NULL)
+			continue;
+		appendBinaryStringInfo(out, passed_settings[i], strlen(passed_settings[i]) + 1);
+		appendBinaryStringInfo(out, value, strlen(value) + 1);
+	}
+	/* the workers share the leader's threads: a CPU-only server's cores bound them all */
+	snprintf(threads, sizeof(threads), "%d", Max(1, ts_cpu_threads_now() / nworkers));
+	appendBinaryStringInfo(out, "treeshap.cpu_threads", sizeof("treeshap.cpu_threads"));
+	appendBinaryStringInfo(out, threads, strlen(threads) + 1);
+}
+
+/* Fill the segment: who the workers act as, what they run, with which settings. */
+static TsJobShared *
+fill_shared(dsm_segment *seg, int nworkers, const char *statement, StringInfo settings)
+{
+	TsJobShared *sh = dsm_segment_address(seg);
+	Oid			role = GetCurrentRoleId();
+	char	   *text;
+
+	memset(sh, 0, offsetof(TsJobShared, slots) + nworkers * sizeof(TsJobWorkerSlot));
+	sh->database = MyDatabaseId;
+	sh->authenticated_user = GetAuthenticatedUserId();
+	sh->outer_user = OidIsValid(role) ? role : GetSessionUserId();
+	sh->outer_is_superuser = superuser_arg(sh->outer_user);
+	GetUserIdAndSecContext(&sh->current_user, &sh->sec_context);
+	sh->leader_pid = MyProcPid;
+	sh->nworkers = nworkers;
+	pg_atomic_init_u32(&sh->stop, 0);
+	for (int i = 0; i < nworkers; i++)
+		pg_atomic_init_u32(&sh->slots[i].state, TS_JOB_WORKER_STARTING);
+	text = (char *) &sh->slots[nworkers];
+	sh->statement_offset = text - (char *) sh;
+	strcpy(text, statement);
+	text += strlen(statement) + 1;
+	sh->settings_offset = text - (char *) sh;
+	memcpy(text, settings->data, settings->len);
+	text[settings->len] = '\0';
+	return sh;
+}
+
+/* Start up to nworkers workers on the segment; the number started. */
+static int
+start_workers(dsm_segment *seg, int nworkers)
+{
+	BackgroundWorker worker;
+	int			started = 0;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_treeshap");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ts_job_worker_main");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_treeshap job worker");
+	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
+	worker.bgw_notify_pid = MyProcPid;
+	for (int i = 0; i < nworkers; i++)
+	{
+		pid_t		pid;
+
+		snprintf(worker.bgw_name, BGW_MAXLEN, "pg_treeshap job worker %d of leader %d", i, MyProcPid);
+		memcpy(worker.bgw_extra, &i, sizeof(i));
+		if (!RegisterDynamicBackgroundWorker(&worker, &running[nrunning]))
+			break;
+		nrunning++;				/* stopped with the others if the wait is cancelled */
+		if (WaitForBackgroundWorkerStartup(running[nrunning - 1], &pid) != BGWH_STARTED)
+		{
+			nrunning--;			/* the postmaster could not fork it: not watched */
+			break;
+		}
+		started++;
+	}
+	return started;
+}
+
+/* Raise the error a worker ended with, or say that it ended without finishing. */
+static void
+raise_worker_error(TsJobShared *sh, int i)
+{
+	TsJobWorkerSlot *slot = &sh->slots[i];
+
+	if (pg_atomic_read_u32(&slot->state) != TS_JOB_WORKER_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("explain_into worker %d ended before the run finished", i),
+				 errdetail("It was terminated or crashed; the ranges it had not committed are left for the next run."),
+				 errhint("Run explain_into again: it explains the rest.")));
+	ereport(ERROR,
+			(errcode(slot->sqlerrcode),
+			 errmsg_internal("%s", slot->message),
+			 slot->detail[0] ? errdetail_internal("%s", slot->detail) : 0,
+			 slot->hint[0] ? errhint("%s", slot->hint) : 0,
+			 errcontext("explain_into worker %d", i)));
+}
+
+/* Wait until every worker has ended; raise the first failure among them. */
+static void
+watch_workers(TsJobShared *sh)
+{
+	for (;;)
+	{
+		bool		alive = false;
+
+		for (int i = 0; i < nrunning; i++)
+		{
+			pid_t		pid;
+
+			if (GetBackgroundWorkerPid(running[i], &pid) != BGWH_STOPPED)
+				alive = true;
+			else if (pg_atomic_read_u32(&sh->slots[i].state) != TS_JOB_WORKER_DONE)
+				raise_worker_error(sh, i);
+		}
+		if (!alive)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * treeshap._job_workers(workers int, statement text) returns int: run
+ * `statement` (one range per call, NULL when none is left) in up to `workers`
+ * background workers until they have claimed every range; the number that
+ * started (0: none could, the caller runs the ranges itself).
+ */
+Datum
+treeshap_job_workers(PG_FUNCTION_ARGS)
+{
+	static bool exit_callback_set = false;
+	int			asked = PG_GETARG_INT32(0);
+	char	   *statement = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	StringInfoData settings;
+	dsm_segment *seg;
+	int			started;
+
+	if (asked < 1 || asked > TS_JOB_MAX_WORKERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("workers must be between 0 and %d, not %d", TS_JOB_MAX_WORKERS, asked)));
+	if (!exit_callback_set)
+	{
+		before_shmem_exit(stop_workers_at_exit, (Datum) 0);
+		exit_callback_set = true;
+	}
+	initStringInfo(&settings);
+	collect_settings(&settings, asked);
+	seg = dsm_create(shared_size(asked, statement, &settings), 0);
+	running_shared = fill_shared(seg, asked, statement, &settings);
+	nrunning = 0;
+	PG_TRY();
+	{
+		started = start_workers(seg, asked);
+		if (started < asked)
+			ereport(NOTICE,
+					(errmsg("explain_into runs with %d of %d workers", started, asked),
+					 errdetail("No more background worker slots were free."),
+					 errhint("Raise max_worker_processes, or ask for fewer workers.")));
+		watch_workers(running_shared);
+	}
+	PG_CATCH();
+	{
+		stop_workers();
+		wait_workers_gone();
+		nrunning = 0;
+		running_shared = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	nrunning = 0;
+	running_shared = NULL;
+	dsm_detach(seg);
+	PG_RETURN_INT32(started);
+}
+
+/*
+ * treeshap._job_workers_wanted(workers int) returns int: the workers a run
+ * uses: the argument (0 to TS_JOB_MAX_WORKERS), else treeshap.job_workers,
+ * whose -1 is one per core, up to half of max_worker_processes (the GPU
+ * service and other extensions take slots too).
+ */
+Datum
+treeshap_job_workers_wanted(PG_FUNCTION_ARGS)
+{
+	int			workers = PG_ARGISNULL(0) ? ts_job_workers : PG_GETARG_INT32(0);
+
+	if (!PG_ARGISNULL(0) && (workers < 0 || workers > TS_JOB_MAX_WORKERS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("workers must be between 0 and %d, not %d", TS_JOB_MAX_WORKERS, workers),
+				 errhint("0 runs the job in this session alone.")));
+	if (workers == -1)
+		workers = (int) Max(1, Min(sysconf(_SC_NPROCESSORS_ONLN), max_worker_processes / 2));
+	PG_RETURN_INT32(workers);
+}
