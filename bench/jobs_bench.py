@@ -2,11 +2,14 @@
 """explain_into against explain_shap_wide on the same rows, through psql (PG*
 variables), on the device treeshap.device picks (TS_BENCH_DEVICE, default
 auto). The benchmark's 10,000 rows of NAME are repeated to ROWS rows; all
-calls are warm. Prints one JSON record:
+calls are warm. Measured in one run, each once:
   wide: SELECT count(*) FROM explain_shap_wide(...)   (compute only)
-  ctas: CREATE TABLE AS SELECT * FROM explain_shap_wide(...)  (compute + write)
-  into: CALL explain_into(...) into an empty target   (compute + write + a commit per batch)
-and explain_into's own steady-state rate from treeshap.jobs.
+  ctas: CREATE TABLE AS SELECT * FROM explain_shap_wide(...)  (compute + write, one backend)
+  into: CALL explain_into(...) into an empty target, once per number of
+        workers in TS_BENCH_JOB_WORKERS (default "0,auto": the calling session
+        alone, then treeshap.job_workers' default)
+Prints one JSON record per model (explain_into's rate and its ratios to wide
+and ctas per number of workers), then the table of them.
 
     python3 bench/jobs_bench.py WORK_DIR NAME [ROWS [BATCH]]
 """
@@ -19,44 +22,71 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sql_bench import load, psql  # noqa: E402
 
 
+def make_table(work, name, table, rows):
+    """NAME's 10,000 rows repeated to `rows`, keyed, vacuumed (as autovacuum leaves a table)."""
+    with open(os.path.join(work, name + ".json")) as f:
+        features = int(json.load(f)["learner"]["learner_model_param"]["num_feature"])
+    base = "b_" + re.sub(r"\W", "_", name)
+    load(work, name, base, features)
+    cols = ", ".join(f"b.f{j}" for j in range(features))
+    psql(f"DROP TABLE IF EXISTS {table}, {table}_ctas",
+         f"CREATE TABLE {table} AS SELECT b.id + k * 10000 AS id, {cols} FROM {base} b, "
+         f"generate_series(0, {rows} / 10000 - 1) k",
+         f"ALTER TABLE {table} ADD PRIMARY KEY (id)", f"VACUUM ANALYZE {table}")
+
+
+def into_rate(settings, name, table, rows, batch, workers):
+    """explain_into's rows/s into a fresh target with `workers` ('auto': the default)."""
+    target = f"{table}_into"
+    arg = "" if workers == "auto" else f", workers => {workers}"
+    psql(f"DROP TABLE IF EXISTS {target}", f"DELETE FROM treeshap.job_store WHERE target = 'public.{target}'")
+    _, _, t = psql(*settings, f"CALL treeshap.explain_into('{name}', '{table}', '{target}', batch_size => {batch}{arg})")
+    out, _, _ = psql(f"SELECT rows_done, workers FROM treeshap.jobs WHERE target = 'public.{target}'")
+    done, used = [ln for ln in out.splitlines() if "|" in ln][0].split("|")
+    if int(done) != rows:
+        raise RuntimeError(f"explain_into with {workers} workers wrote {done} rows of {rows}")
+    psql(f"DROP TABLE {target}", f"DELETE FROM treeshap.job_store WHERE target = 'public.{target}'")
+    return int(used), rows / t[-1]
+
+
 def main():
     work, name = sys.argv[1:3]
     rows = int(sys.argv[3]) if len(sys.argv) > 3 else 200000
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 10000
     device = os.environ.get("TS_BENCH_DEVICE", "auto")
-    with open(os.path.join(work, name + ".json")) as f:
-        features = int(json.load(f)["learner"]["learner_model_param"]["num_feature"])
-    base = "b_" + re.sub(r"\W", "_", name)
-    table = base + "_jobs"
-    load(work, name, base, features)
-    cols = ", ".join(f"b.f{j}" for j in range(features))
-    psql(f"DROP TABLE IF EXISTS {table}, {table}_ctas, {table}_into",
-         f"CREATE TABLE {table} AS SELECT b.id + k * 10000 AS id, {cols} FROM {base} b, "
-         f"generate_series(0, {rows} / 10000 - 1) k",
-         f"ALTER TABLE {table} ADD PRIMARY KEY (id)", f"VACUUM ANALYZE {table}",
-         f"DELETE FROM treeshap.job_store WHERE target = 'public.{table}_into'")
+    worker_counts = os.environ.get("TS_BENCH_JOB_WORKERS", "0,auto").split(",")
+    table = "b_" + re.sub(r"\W", "_", name) + "_jobs"
+    make_table(work, name, table, rows)
     query = f"SELECT * FROM {table}"
     settings = [f"SET treeshap.device = {device}", "SET work_mem = '1GB'"]
     _, _, t = psql(*settings,
                    f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', '{query} WHERE id < 100')",
                    f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', '{query}')",
                    f"CREATE TABLE {table}_ctas AS SELECT * FROM treeshap.explain_shap_wide('{name}', '{query}')",
-                   f"CALL treeshap.explain_into('{name}', '{table}', '{table}_into', batch_size => {batch})",
                    f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', '{query}')")
     t = t[2:]
-    out, _, _ = psql(f"SELECT rows_done, batches, rows_per_second FROM treeshap.jobs WHERE target = 'public.{table}_into'")
-    done, batches, steady = [ln for ln in out.splitlines() if "|" in ln][0].split("|")
-    wide = rows / min(t[1], t[4])
-    rec = {"kind": "jobs", "name": name, "device": device, "rows": rows, "batch": batch,
-           "rows_done": int(done), "batches": int(batches),
-           "wide_rows_per_s": wide, "ctas_rows_per_s": rows / t[2], "into_rows_per_s": rows / t[3],
-           "into_steady_rows_per_s": float(steady)}
-    rec["into_vs_wide"] = rec["into_rows_per_s"] / wide
-    rec["into_vs_ctas"] = rec["into_rows_per_s"] / rec["ctas_rows_per_s"]
-    psql(f"DROP TABLE {table}, {table}_ctas, {table}_into",
-         f"DELETE FROM treeshap.job_store WHERE target = 'public.{table}_into'")
+    rec = {"kind": "jobs", "name": name, "device": device, "rows": rows, "batch": batch, "cores": os.cpu_count(),
+           "wide_rows_per_s": rows / min(t[1], t[3]), "ctas_rows_per_s": rows / t[2], "into": []}
+    psql(f"DROP TABLE {table}_ctas")
+    for workers in worker_counts:
+        used, rate = into_rate(settings, name, table, rows, batch, workers)
+        rec["into"].append({"workers": used, "rows_per_s": rate, "vs_wide": rate / rec["wide_rows_per_s"],
+                            "vs_ctas": rate / rec["ctas_rows_per_s"]})
+    psql(f"DROP TABLE {table}")
     print(json.dumps(rec), flush=True)
+    return rec
+
+
+def table(recs):
+    print("\n| model | device | rows | count(*) of wide | one backend's CTAS | workers | explain_into "
+          "| into / wide | into / CTAS |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in recs:
+        for i in r["into"]:
+            print(f"| {r['name']} | {r['device']} | {r['rows']} | {r['wide_rows_per_s']:.0f} "
+                  f"| {r['ctas_rows_per_s']:.0f} | {i['workers']} | {i['rows_per_s']:.0f} "
+                  f"| {i['vs_wide']:.2f} | {i['vs_ctas']:.2f} |")
 
 
 if __name__ == "__main__":
-    main()
+    table([main()])

@@ -645,12 +645,27 @@ BEGIN
 END
 $$;
 
+/* Wide explanations of a query written straight into a target, as COPY writes (ts_bulk_write.c); the source rows. */
+CREATE FUNCTION treeshap._explain_write(model text, query text, target regclass, version bigint, key_type regtype)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'treeshap_explain_write'
+LANGUAGE C STRICT VOLATILE;
+
+/* Whether _explain_write can write into the target as the current user: a plain
+   table of the wide layout's columns alone, without triggers, row level security,
+   check constraints or generated columns (else SQL's INSERT writes). */
+CREATE FUNCTION treeshap._bulk_target_ok(target regclass)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'treeshap_bulk_target_ok'
+LANGUAGE C STRICT STABLE;
+
 /* One range of a run, in the caller's transaction: claim the first range not done
    (skipping those others hold, unless wait), explain and write its rows, mark it
    done and count it. The rows written, or NULL when no range is left. */
 CREATE FUNCTION treeshap._job_run_range(job bigint, model text, layout text, source text, key text,
                                         columns text, filter text, target text, version bigint,
-                                        key_type text, key_collation text, wait boolean)
+                                        key_type text, key_collation text, wait boolean,
+                                        bulk boolean)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -658,6 +673,7 @@ DECLARE
     r      record;
     n      bigint;
     last   text;
+    rows   text;
 BEGIN
     IF wait THEN
         SELECT * INTO r FROM treeshap.job_range x WHERE x.job = _job_run_range.job AND NOT x.done
@@ -670,13 +686,16 @@ BEGIN
         RETURN NULL;
     END IF;
     PERFORM treeshap._check_version(model, version);
-    EXECUTE treeshap._batch_sql(model, layout, target, version,
-        format('SELECT s.%s, %s %s%s%s', key, columns,
-               treeshap._range_rows(source, key, filter, target, version, r.pending_only),
-               CASE WHEN r.lo IS NULL THEN '' ELSE format(' AND s.%s >= %L::%s', key, r.lo, key_type) END,
-               CASE WHEN r.hi IS NULL THEN '' ELSE format(' AND s.%s < %L::%s', key, r.hi, key_type) END),
-        key_type, key_collation)
-        INTO n, last;
+    rows := format('SELECT s.%s, %s %s%s%s', key, columns,
+                   treeshap._range_rows(source, key, filter, target, version, r.pending_only),
+                   CASE WHEN r.lo IS NULL THEN '' ELSE format(' AND s.%s >= %L::%s', key, r.lo, key_type) END,
+                   CASE WHEN r.hi IS NULL THEN '' ELSE format(' AND s.%s < %L::%s', key, r.hi, key_type) END);
+    IF bulk THEN
+        n := treeshap._explain_write(model, rows, target::regclass, version, key_type::regtype);
+    ELSE
+        EXECUTE treeshap._batch_sql(model, layout, target, version, rows, key_type, key_collation)
+           INTO n, last;
+    END IF;
     PERFORM treeshap._check_version(model, version);
     UPDATE treeshap.job_range x SET done = true, rows_done = n, done_by = pg_backend_pid()
      WHERE x.job = r.job AND x.range_no = r.range_no;
@@ -731,6 +750,7 @@ DECLARE
     n_rows     bigint;
     n_workers  integer;
     pending    boolean;
+    bulk       boolean;
     step       text := 'count';
     finished   boolean := false;
     err_state  text;
@@ -864,15 +884,17 @@ BEGIN
                         treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending);
                 END IF;
                 PERFORM treeshap._job_update(job, 'count', n_rows);
+                -- wide rows go straight into a plain target, as COPY writes them
+                bulk := layout = 'wide' AND treeshap._bulk_target_ok(tgt::regclass);
                 step := 'work';
             ELSIF step = 'work' THEN
                 PERFORM treeshap._job_workers(n_workers,
-                    format('SELECT treeshap._job_run_range(%s, %L, %L, %L, %L, %L, %L, %L, %s, %L, %L, false)',
-                           job, model, layout, src, key, columns, filter, tgt, version, key_name, key_coll));
+                    format('SELECT treeshap._job_run_range(%s, %L, %L, %L, %L, %L, %L, %L, %s, %L, %L, false, %L)',
+                           job, model, layout, src, key, columns, filter, tgt, version, key_name, key_coll, bulk));
                 step := 'rest';
             ELSE
                 finished := treeshap._job_run_range(job, model, layout, src, key, columns, filter, tgt,
-                                                    version, key_name, key_coll, true) IS NULL;
+                                                    version, key_name, key_coll, true, bulk) IS NULL;
             END IF;
             IF finished THEN
                 IF NOT keep_old_versions THEN

@@ -39,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(74);
+SELECT plan(77);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -299,6 +299,28 @@ SELECT results_eq($$SELECT state, error LIKE '%type text%', workers FROM t09.job
                   $$VALUES ('failed'::text, true, 2)$$, 'and the job records the worker''s message');
 SELECT is((SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_treeshap job worker'), 0::bigint,
           'no worker is left after the failure');
+-- text keys by reference, written in bulk across batches smaller than the writer's buffer
+CREATE TABLE t09.named AS SELECT 'house ' || id AS name, "MedInc", "HouseAge", "AveRooms", "AveBedrms",
+       "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses;
+ALTER TABLE t09.named ADD PRIMARY KEY (name);
+SET treeshap.batch_rows = 300;
+CALL treeshap.explain_into('t09_reg', 't09.named', 't09.named_shap', key_column => 'name', batch_size => 1300, workers => 2);
+RESET treeshap.batch_rows;
+SELECT ok(treeshap._bulk_target_ok('t09.named_shap'), 'a target explain_into created is written in bulk');
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.named_shap',
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_reg', 'SELECT * FROM t09.named', NULL::text)$$,
+              'with workers: text keys written in bulk equal explain_shap_wide, exactly');
+-- a target with a trigger is written by INSERT, which fires it
+CREATE TABLE t09.audited (LIKE t09.named_shap INCLUDING ALL);
+CREATE TABLE t09.audit (n bigint);
+INSERT INTO t09.audit VALUES (0);
+CREATE FUNCTION t09.count_row() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN UPDATE t09.audit SET n = n + 1; RETURN NEW; END $$;
+CREATE TRIGGER audited AFTER INSERT ON t09.audited FOR EACH ROW EXECUTE FUNCTION t09.count_row();
+CALL treeshap.explain_into('t09_reg', 't09.named', 't09.audited', key_column => 'name', batch_size => 1300, workers => 2);
+SELECT results_eq($$SELECT treeshap._bulk_target_ok('t09.audited'), (SELECT n FROM t09.audit), (SELECT count(*) FROM t09.audited)$$,
+                  $$VALUES (false, 3007::bigint, 3007::bigint)$$,
+                  'a target with a trigger is written by INSERT, and the trigger fires for every row');
 RESET treeshap.job_workers;
 
 SELECT * FROM finish();

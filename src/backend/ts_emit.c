@@ -106,30 +106,6 @@ ts_emit_prediction(TsEmitter *em, Datum key, bool key_null, const double *margin
 }
 
 /*
- * A one-dimensional float8[] built straight from doubles: the same bytes
- * construct_array() makes, without a Datum per element (wide results of
- * models with many features spend most of their time here).
- */
-static ArrayType *
-float8_array(const double *values, int32 n)
-{
-	Size		nbytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) n;
-	ArrayType  *a;
-
-	if (n == 0)
-		return construct_empty_array(FLOAT8OID);
-	a = palloc0(nbytes);
-	SET_VARSIZE(a, nbytes);
-	a->ndim = 1;
-	a->dataoffset = 0;
-	a->elemtype = FLOAT8OID;
-	ARR_DIMS(a)[0] = n;
-	ARR_LBOUND(a)[0] = 1;
-	memcpy(ARR_DATA_PTR(a), values, sizeof(double) * (Size) n);
-	return a;
-}
-
-/*
  * A template for wide rows (key, output, base_value, shap_values) whose key
  * is fixed-width by value: the array of n doubles has the same size in
  * every row, so the tuple's layout is fixed and each row writes the key,
@@ -156,7 +132,7 @@ wide_template_create(TupleDesc desc, int32 n)
 	for (int32 j = 0; j < n; j++)
 		probe[j] = j + 0.5;
 	t = palloc0(sizeof(TsTupleTemplate));
-	values[3] = PointerGetDatum(float8_array(probe, n));
+	values[3] = PointerGetDatum(ts_float8_array(probe, n));
 	t->tuple = ts_form_minimal_tuple(desc, values, nulls);
 	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
 	fixed_offsets(desc, 3, t->offsets);
@@ -197,7 +173,7 @@ emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 	Datum		values[4];
 	bool		nulls[4] = {key_null, false, false, false};
 
-	if (em->kind == TS_RESULT_WIDE && !em->template_tried)
+	if (em->kind == TS_RESULT_WIDE && !em->template_tried && em->writer == NULL)
 	{
 		em->template = wide_template_create(em->desc, nf);
 		em->template_tried = true;
@@ -208,6 +184,11 @@ emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 		const double *phi = row_phi + (size_t) k * (nf + 1);
 
 		values[1] = Int32GetDatum(k);
+		if (em->writer != NULL)
+		{
+			ts_bulk_put(em->writer, key, k, phi[nf], phi, nf);
+			continue;
+		}
 		if (em->kind == TS_RESULT_WIDE)
 		{
 			values[2] = Float8GetDatum(phi[nf]);
@@ -216,7 +197,7 @@ emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 				wide_put(em->template, em->store, em->desc, values, phi);
 				continue;
 			}
-			values[3] = PointerGetDatum(float8_array(phi, nf));
+			values[3] = PointerGetDatum(ts_float8_array(phi, nf));
 			tuplestore_putvalues(em->store, em->desc, values, nulls);
 			pfree(DatumGetPointer(values[3]));
 			continue;

@@ -11,6 +11,7 @@
 #include "access/tupdesc.h"
 #include "utils/tuplestore.h"
 
+#include "backend/ts_bulk_write.h"
 #include "backend/ts_gpu_pg.h"
 #include "backend/ts_groups.h"
 #include "core/ts_interventional.h"
@@ -51,6 +52,7 @@ typedef struct TsEmitter
 	const TsBackground *background;	/* interventional SHAP against it; NULL for path-dependent */
 	bool		probability;	/* values explain the linked output (interventional only) */
 	TsTupleTemplate *template;	/* predict, wide: the reused result tuple, NULL when none fits */
+	TsBulkWriter *writer;		/* wide: rows go into a target (explain_into), not the store */
 	bool		template_tried;
 } TsEmitter;
 

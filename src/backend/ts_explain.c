@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -33,6 +34,8 @@ PG_FUNCTION_INFO_V1(treeshap_feature_importance_segments);
 PG_FUNCTION_INFO_V1(treeshap_predict);
 PG_FUNCTION_INFO_V1(treeshap_explain_top_features);
 PG_FUNCTION_INFO_V1(treeshap_shap_values);
+PG_FUNCTION_INFO_V1(treeshap_explain_write);
+PG_FUNCTION_INFO_V1(treeshap_bulk_target_ok);
 
 /*
  * The model name and the rows' source: the second argument is a query
@@ -198,6 +201,7 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->rows = 0;
 	em->template = NULL;
 	em->template_tried = false;
+	em->writer = NULL;
 	if (kind == TS_RESULT_IMPORTANCE)
 		em->sums = palloc0(sizeof(double) * 2 * Max(columns, 1));
 	if (kind == TS_RESULT_SEGMENTS)
@@ -294,6 +298,70 @@ explain_shap_form(FunctionCallInfo fcinfo, TsResultKind kind)
 
 	read_shap_options(fcinfo, &args);
 	return explain_common(fcinfo, kind, &args);
+}
+
+/* The wide form's columns, keyed by key_type. */
+static TupleDesc
+wide_desc(Oid key_type)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(4);
+
+	TupleDescInitEntry(desc, 1, "row_key", key_type, -1, 0);
+	TupleDescInitEntry(desc, 2, "output", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, 3, "base_value", FLOAT8OID, -1, 0);
+	TupleDescInitEntry(desc, 4, "shap_values", FLOAT8ARRAYOID, -1, 0);
+	return desc;
+}
+
+/*
+ * treeshap._explain_write(model, query, target, version, key_type) returns
+ * bigint: the wide explanations of the query's rows written straight into
+ * an explain_into target (ts_bulk_write.h), stamped with the model version;
+ * the source rows written.
+ */
+Datum
+treeshap_explain_write(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo rsinfo = {0};
+	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0, NULL, false};
+	TsSource	src = {0};
+	char	   *model_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			key_type = PG_GETARG_OID(4);
+	TsCachedModel *volatile cached = NULL;
+	TsGpuRun   *volatile run = NULL;
+	TsEmitter	em;
+	bool		use_gpu = ts_device_use_gpu(true);
+	int64		rows = 0;
+
+	src.query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	rsinfo.setDesc = wide_desc(key_type);
+	SPI_connect();
+	PG_TRY();
+	{
+		cached = ts_model_acquire(model_name, use_gpu);
+		emitter_init(&em, TS_RESULT_WIDE, &rsinfo, cached, &args);
+		load_background(&em, &args);
+		em.writer = ts_bulk_begin(PG_GETARG_OID(2), PG_GETARG_INT64(3));
+		if (use_gpu)
+			ts_run_gpu(&em, (TsGpuRun **) &run, cached, &src, key_type);
+		else
+			ts_run_cpu(&em, cached, &src, key_type);
+		rows = ts_bulk_end(em.writer);
+	}
+	PG_FINALLY();
+	{
+		end_call(run, cached);
+	}
+	PG_END_TRY();
+	SPI_finish();
+	PG_RETURN_INT64(rows);
+}
+
+/* treeshap._bulk_target_ok(target regclass): whether _explain_write can write into it as the current user. */
+Datum
+treeshap_bulk_target_ok(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(ts_bulk_target_ok(PG_GETARG_OID(0)));
 }
 
 /* treeshap.explain_shap(model, query [, key_type], model_output, background): one row per (row, output, feature). */

@@ -63,6 +63,15 @@
 #define ts_form_minimal_tuple(desc, values, nulls) heap_form_minimal_tuple((desc), (values), (nulls))
 #endif
 
+/* A slot's index entries, no ON CONFLICT arbiter: 16 added whether only summarizing indexes change. */
+#if PG_VERSION_NUM >= 160000
+#define ts_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
+#else
+#define ts_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
 /*
  * Check SELECT on the columns (executor column-set bits) of a relation as the
  * executor checks a query's range table, ereporting on a violation: up to 15

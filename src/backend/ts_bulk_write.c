@@ -1,0 +1,216 @@
+/*
+ * ts_bulk_write.c - explanations written into an explain_into target the way
+ * COPY FROM writes (ts_bulk_write.h). Exactly-once is the job's bookkeeping
+ * (a range is marked done in the transaction that wrote it), so nothing here
+ * reads the target; the unique index still refuses a duplicate key.
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/timestamp.h"
+
+#include "backend/ts_bulk_write.h"
+#include "service/ts_pg_compat.h"
+
+/* Rows gathered before one multi-insert (COPY gathers up to 1,000). */
+#define TS_BULK_ROWS 1000
+
+/* The wide layout's columns, in the order ts_bulk_put fills them. */
+static const char *const wide_columns[] = {
+	"row_key", "output", "base_value", "shap_values", "model_version", "computed_at"
+};
+#define TS_WIDE_COLUMNS lengthof(wide_columns)
+
+struct TsBulkWriter
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	BulkInsertState bistate;
+	CommandId	cid;
+	TupleTableSlot *slots[TS_BULK_ROWS];
+	int			nslots;
+	MemoryContext rows_cxt;		/* the buffered rows' arrays, reset at every write */
+	AttrNumber	attno[TS_WIDE_COLUMNS];	/* each layout column's index in the target */
+	bool		key_byval;
+	int16		key_len;
+	Datum		version;
+	Datum		now;
+	int64		rows;			/* rows of output 0 written */
+};
+
+/*
+ * A one-dimensional float8[] built straight from doubles: the same bytes
+ * construct_array() makes, without a Datum per element (wide results of
+ * models with many features spend most of their time here).
+ */
+ArrayType *
+ts_float8_array(const double *values, int32 n)
+{
+	Size		nbytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) n;
+	ArrayType  *a;
+
+	if (n == 0)
+		return construct_empty_array(FLOAT8OID);
+	a = palloc0(nbytes);
+	SET_VARSIZE(a, nbytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = FLOAT8OID;
+	ARR_DIMS(a)[0] = n;
+	ARR_LBOUND(a)[0] = 1;
+	memcpy(ARR_DATA_PTR(a), values, sizeof(double) * (Size) n);
+	return a;
+}
+
+/* The index of a layout column in the target's tuple, or -1. */
+static int
+column_index(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* Whether the target has the wide layout's columns and no other. */
+static bool
+columns_are_layout(TupleDesc desc)
+{
+	int			live = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+		live += !TupleDescAttr(desc, i)->attisdropped;
+	if (live != TS_WIDE_COLUMNS)
+		return false;
+	for (int c = 0; c < (int) TS_WIDE_COLUMNS; c++)
+		if (column_index(desc, wide_columns[c]) < 0)
+			return false;
+	return true;
+}
+
+bool
+ts_bulk_target_ok(Oid relid)
+{
+	Relation	rel;
+	TupleDesc	desc;
+	bool		ok;
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK ||
+		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		return false;			/* INSERT says why, or applies the policies */
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	ok = rel->rd_rel->relkind == RELKIND_RELATION && rel->trigdesc == NULL &&
+		(desc->constr == NULL || (desc->constr->num_check == 0 && !desc->constr->has_generated_stored)) &&
+		columns_are_layout(desc);
+	table_close(rel, AccessShareLock);
+	return ok;
+}
+
+TsBulkWriter *
+ts_bulk_begin(Oid relid, int64 version)
+{
+	TsBulkWriter *w = palloc0(sizeof(TsBulkWriter));
+
+	w->rel = table_open(relid, RowExclusiveLock);
+	w->estate = CreateExecutorState();
+	w->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(w->rri, w->rel, 1, NULL, 0);
+	ExecOpenIndices(w->rri, false);
+	w->bistate = GetBulkInsertState();
+	w->cid = GetCurrentCommandId(true);
+	for (int c = 0; c < (int) TS_WIDE_COLUMNS; c++)
+		w->attno[c] = column_index(RelationGetDescr(w->rel), wide_columns[c]);
+	for (int i = 0; i < TS_BULK_ROWS; i++)
+		w->slots[i] = table_slot_create(w->rel, NULL);
+	w->key_byval = TupleDescAttr(RelationGetDescr(w->rel), w->attno[0])->attbyval;
+	w->key_len = TupleDescAttr(RelationGetDescr(w->rel), w->attno[0])->attlen;
+	w->rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_treeshap bulk rows",
+										ALLOCSET_DEFAULT_SIZES);
+	w->version = Int64GetDatum(version);
+	w->now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	return w;
+}
+
+/* Write the buffered rows and their index entries; free their arrays. */
+static void
+bulk_flush(TsBulkWriter *w)
+{
+	if (w->nslots == 0)
+		return;
+	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, 0, w->bistate);
+	for (int i = 0; i < w->nslots; i++)
+	{
+		if (w->rri->ri_NumIndices > 0)
+			list_free(ts_insert_index_tuples(w->rri, w->slots[i], w->estate));
+		ExecClearTuple(w->slots[i]);
+	}
+	w->nslots = 0;
+	MemoryContextReset(w->rows_cxt);
+	ResetPerTupleExprContext(w->estate);
+}
+
+void
+ts_bulk_put(TsBulkWriter *w, Datum key, int32 output, double base_value, const double *values, int32 n)
+{
+	TupleTableSlot *slot = w->slots[w->nslots];
+	MemoryContext old = MemoryContextSwitchTo(w->rows_cxt);
+	Datum		row[TS_WIDE_COLUMNS];
+
+	/* a key by reference lives in its batch's memory, which the next batch reuses */
+	row[0] = w->key_byval ? key : datumCopy(key, false, w->key_len);
+	row[1] = Int32GetDatum(output);
+	row[2] = Float8GetDatum(base_value);
+	row[3] = PointerGetDatum(ts_float8_array(values, n));
+	row[4] = w->version;
+	row[5] = w->now;
+	MemoryContextSwitchTo(old);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	for (int c = 0; c < (int) TS_WIDE_COLUMNS; c++)
+	{
+		slot->tts_values[w->attno[c]] = row[c];
+		slot->tts_isnull[w->attno[c]] = false;
+	}
+	ExecStoreVirtualTuple(slot);
+	w->rows += output == 0;
+	if (++w->nslots == TS_BULK_ROWS)
+		bulk_flush(w);
+}
+
+int64
+ts_bulk_end(TsBulkWriter *w)
+{
+	int64		rows;
+
+	bulk_flush(w);
+	FreeBulkInsertState(w->bistate);
+	table_finish_bulk_insert(w->rel, 0);
+	ExecCloseIndices(w->rri);
+	for (int i = 0; i < TS_BULK_ROWS; i++)
+		ExecDropSingleTupleTableSlot(w->slots[i]);
+	FreeExecutorState(w->estate);
+	table_close(w->rel, NoLock);
+	MemoryContextDelete(w->rows_cxt);
+	rows = w->rows;
+	pfree(w);
+	return rows;
+}
