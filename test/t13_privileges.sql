@@ -33,7 +33,7 @@ GRANT SELECT ON public.t13_rows TO PUBLIC;
 GRANT CREATE ON SCHEMA public TO t13_alice;
 \set QUIET 0
 
-SELECT plan(19);
+SELECT plan(21);
 
 SET ROLE t13_alice;
 SELECT is((treeshap.load_model('t13_alice_model', convert_to(:'reg', 'UTF8'))).owner, 't13_alice'::name,
@@ -57,6 +57,13 @@ SELECT is((SELECT ROW(count(*), bool_and(owner = 't13_alice'), bool_and(done_by 
              FROM treeshap.job_range r JOIN treeshap.jobs j USING (job) WHERE j.target LIKE '%t13_alice_par'),
           ROW(4, true, true)::text, 'its ranges are the role''s, written by the workers');
 SELECT is((SELECT count(*) FROM public.t13_alice_par), 20::bigint, 'into the role''s own target');
+-- a target with row level security is written by INSERT, which applies the policies
+CREATE TABLE public.t13_guarded (LIKE public.t13_alice_par INCLUDING ALL);
+ALTER TABLE public.t13_guarded ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+SELECT throws_ok($$SELECT treeshap._explain_write('t13_alice_model', 'SELECT * FROM public.t13_rows',
+                                                  'public.t13_guarded', 1, 'integer')$$,
+                 '42809', NULL, 'explanations are never written straight into a target with row level security');
+DROP TABLE public.t13_guarded;
 RESET ROLE;
 
 SET ROLE t13_bob;
@@ -77,6 +84,9 @@ SELECT throws_ok($$INSERT INTO treeshap.model_store (name, model, owner)
 SELECT throws_like($$CALL treeshap.explain_into('t13_alice_model', 'public.t13_rows', 'public.t13_alice_shap')$$,
                    '%job into "%t13_alice_shap" belongs to role "t13_alice"',
                    'nor run or take over another role''s job');
+SELECT throws_ok($$SELECT treeshap._explain_write('t13_alice_model', 'SELECT * FROM public.t13_rows',
+                                                  'public.t13_alice_par', 1, 'integer')$$,
+                 '42809', NULL, 'nor write explanations straight into another role''s target');
 SELECT treeshap._job_update(job, 'failed', error => 'forged') FROM treeshap.jobs
  WHERE target LIKE '%t13_alice_shap' \g /dev/null
 DELETE FROM treeshap.job_store WHERE target LIKE '%t13_alice_shap' OR target LIKE '%t13_alice_par';
