@@ -143,19 +143,19 @@ def main():
     if jobs:
         out += ["", "## Scheduled jobs: explain_into (TS_BENCH_JOBS=1)", "",
                 "The model's 10,000 rows repeated to `rows` rows (keys unique, primary key), all calls "
-                "warm, in one session. (c) `SELECT count(*) FROM explain_shap_wide(...)`: compute only; "
-                "(i) `CREATE TABLE AS SELECT * FROM explain_shap_wide(...)`: compute and write; (j) "
-                "`CALL explain_into(...)` into a new target: compute, write, the unique key, the anti "
-                "join and a commit per batch (wall time of the CALL); (k) its steady rate from "
-                "`treeshap.jobs`.", "",
-                "| model | device | rows | batch | batches | (c) wide | (i) CTAS | (j) explain_into | (k) steady | (j)/(c) | (j)/(i) |",
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                "warm. (c) `SELECT count(*) FROM explain_shap_wide(...)`: compute only; "
+                "(i) `CREATE TABLE AS SELECT * FROM explain_shap_wide(...)`: compute and write, one backend; (j) "
+                "`CALL explain_into(...)` into a new target with the given workers (0: the calling "
+                "session alone, batch by batch): compute, write, the unique key and a commit per "
+                "batch or key range (wall time of the CALL).", "",
+                "| model | device | rows | batch | workers | (c) wide | (i) CTAS | (j) explain_into | (j)/(c) | (j)/(i) |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in jobs:
-            out.append(f"| {r['name']} | {r['device']} | {r['rows']} | {r['batch']} | {r['batches']} | "
-                       f"{rate(r['wide_rows_per_s'])} | {rate(r['ctas_rows_per_s'])} | "
-                       f"{rate(r['into_rows_per_s'])} | {rate(r['into_steady_rows_per_s'])} | "
-                       f"{ratio(r['into_rows_per_s'], r['wide_rows_per_s'])} | "
-                       f"{ratio(r['into_rows_per_s'], r['ctas_rows_per_s'])} |")
+            for i in r["into"]:
+                out.append(f"| {r['name']} | {r['device']} | {r['rows']} | {r['batch']} | {i['workers']} | "
+                           f"{rate(r['wide_rows_per_s'])} | {rate(r['ctas_rows_per_s'])} | "
+                           f"{rate(i['rows_per_s'])} | {ratio(i['rows_per_s'], r['wide_rows_per_s'])} | "
+                           f"{ratio(i['rows_per_s'], r['ctas_rows_per_s'])} |")
     out += ["", "## Accuracy, determinism and where the end-to-end time goes", "",
             "Deviation: worst |GPU - CPU double path| / max(1, |margin|) over the checked rows. "
             "Deterministic: two kernel runs bitwise identical. Phases: the backend's own "

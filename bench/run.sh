@@ -7,7 +7,8 @@
 #     bench/run.sh [MODEL ...]        default: the whole grid of bench/grid.py
 # TS_BENCH_INTERACTIONS=1 adds interaction values on 200 rows (GPU kernel
 # against XGBoost's CPU pred_interactions) and feature_importance;
-# TS_BENCH_JOBS=1 adds explain_into against explain_shap_wide (bench/jobs_bench.py);
+# TS_BENCH_JOBS=1 adds explain_into against explain_shap_wide, alone and with workers
+# (bench/jobs_bench.py; TS_BENCH_JOB_WORKERS, max_worker_processes large enough);
 # TS_BENCH_CONCURRENCY=1 adds 1, 8, 32 and 64 sessions splitting 1M rows
 # (bench/concurrency.py: pg_treeshap preloaded, max_connections >= 70, psycopg2).
 set -euo pipefail
@@ -38,7 +39,7 @@ for name in "${models[@]}"; do
   if [ -n "${TS_BENCH_JOBS:-}" ]; then
     case $name in fashion_mnist-*|*-large) jrows=20000 ;; *) jrows=500000 ;; esac
     for batch in 10000 100000; do
-      TS_BENCH_DEVICE=gpu python3 bench/jobs_bench.py "$WORK" "$name" $jrows $batch | tee -a "$WORK/results.jsonl"
+      TS_BENCH_DEVICE=gpu python3 bench/jobs_bench.py "$WORK" "$name" $jrows $batch | grep '^{' | tee -a "$WORK/results.jsonl"
     done
   fi
 done
