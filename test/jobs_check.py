@@ -114,6 +114,17 @@ def start_in_thread(target):
     return thread, outcome
 
 
+def start_running(conn, scenario, target):
+    """A run in its own thread, once it has committed KILL_AFTER_BATCHES batches;
+    (thread, outcome, the job's row), the row None (and a failure) if it finished first."""
+    thread, outcome = start_in_thread(target)
+    running, _ = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
+    if running is None:
+        thread.join()
+        check(f"{scenario}: the job was still running", False, "it finished first: raise TS_JOBS_ROWS")
+    return thread, outcome, running
+
+
 def wait_for_batches(conn, target, thread, batches):
     """Poll treeshap.jobs from this session until the run has committed `batches` batches."""
     seen = []
@@ -218,11 +229,8 @@ def worker_error_scenario(conn):
 def leader_cancel_scenario(conn):
     """Every worker is gone within 1 s of the leader's cancel."""
     target = f"jobs.leader_cancel_{workers}"
-    thread, outcome = start_in_thread(target)
-    running, _ = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
+    thread, outcome, running = start_running(conn, "leader-cancel", target)
     if running is None:
-        thread.join()
-        check("leader-cancel: the job was still running", False, "it finished first: raise TS_JOBS_ROWS")
         return
     before = worker_pids(conn)
     cancel(conn, running["pid"])
@@ -321,11 +329,8 @@ def replace_scenario(conn):
     """The model replaced while a run works: the run stops at the end of its batch
     (55000), and the next run explains every row under the new version."""
     target = f"jobs.replace_{workers}"
-    thread, outcome = start_in_thread(target)
-    running, _ = wait_for_batches(conn, target, thread, KILL_AFTER_BATCHES)
+    thread, outcome, running = start_running(conn, "replace", target)
     if running is None:
-        thread.join()
-        check("replace: the job was still running", False, "it finished first: raise TS_JOBS_ROWS")
         return
     # the first pass replaces reg with reg_v3, the second puts reg back
     with open("test/fixtures/reg.json" if workers else "test/fixtures/reg_v3.json", "rb") as f:
