@@ -563,16 +563,27 @@ CREATE TABLE treeshap.job_range (
     rows_done     bigint,
     done          boolean NOT NULL DEFAULT false,
     done_by       integer,      -- the pid of the worker (or leader) that wrote it
+    plan          text NOT NULL, -- what the rows were drawn from: a resumed run must draw the same
     owner         name NOT NULL DEFAULT current_user,
     PRIMARY KEY (job, range_no)
 );
 COMMENT ON TABLE treeshap.job_range IS 'the key ranges of a parallel explain_into run, each done in the transaction that wrote its rows';
 ALTER TABLE treeshap.job_range ENABLE ROW LEVEL SECURITY;
-CREATE POLICY range_read ON treeshap.job_range FOR SELECT USING (true);
-CREATE POLICY range_plan ON treeshap.job_range FOR INSERT WITH CHECK (treeshap._owns(owner));
+-- A job's ranges (their bounds are the source's keys) are its owner's alone: read,
+-- planned, claimed and forgotten only by the role that owns the job (its members, a
+-- superuser). treeshap.jobs counts them for everyone.
+CREATE FUNCTION treeshap._owns_job(job bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce((SELECT treeshap._owns(j.owner) FROM treeshap.job_store j WHERE j.job = _owns_job.job), false);
+$$;
+CREATE POLICY range_read ON treeshap.job_range FOR SELECT USING (treeshap._owns_job(job));
+CREATE POLICY range_plan ON treeshap.job_range FOR INSERT
+    WITH CHECK (treeshap._owns_job(job) AND treeshap._owns(owner));
 CREATE POLICY range_done ON treeshap.job_range FOR UPDATE
-    USING (treeshap._owns(owner)) WITH CHECK (treeshap._owns(owner));
-CREATE POLICY range_forget ON treeshap.job_range FOR DELETE USING (treeshap._owns(owner));
+    USING (treeshap._owns_job(job)) WITH CHECK (treeshap._owns_job(job));
+CREATE POLICY range_forget ON treeshap.job_range FOR DELETE USING (treeshap._owns_job(job));
 GRANT SELECT, INSERT, UPDATE, DELETE ON treeshap.job_range TO PUBLIC;
 
 ALTER TABLE treeshap.job_store ADD COLUMN workers integer;
@@ -599,11 +610,15 @@ RETURNS integer
 AS 'MODULE_PATHNAME', 'treeshap_job_workers_wanted'
 LANGUAGE C VOLATILE;
 
-/* Run `statement` (one range per call) in up to `workers` background workers acting as the caller; how many started. */
-CREATE FUNCTION treeshap._job_workers(workers integer, statement text)
+/* Up to `workers` background workers acting as the caller run _job_run_range with
+   these arguments until no range is left; how many started. Only inside explain_into
+   (the session holds a run's lock). */
+CREATE FUNCTION treeshap._job_workers(workers integer, job bigint, model text, layout text, source text,
+                                      key text, columns text, filter text, target text, version bigint,
+                                      key_type text, key_collation text, bulk boolean)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'treeshap_job_workers'
-LANGUAGE C STRICT VOLATILE;
+LANGUAGE C VOLATILE;
 
 /* FROM clause of the rows a range explains: all the source's (with the filter), or
    only those the target lacks under this version. */
@@ -622,7 +637,7 @@ $$;
 /* Split the rows of `rows_from` (a _range_rows clause) into ranges of range_rows
    keys, replacing the job's earlier ranges; the rows to do. */
 CREATE FUNCTION treeshap._job_plan(job bigint, version bigint, key text, rows_from text,
-                                   range_rows integer, pending_only boolean)
+                                   range_rows integer, pending_only boolean, plan text)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -631,15 +646,16 @@ DECLARE
     total  bigint;
 BEGIN
     DELETE FROM treeshap.job_range r WHERE r.job = _job_plan.job;
-    EXECUTE format('SELECT array_agg(k::text ORDER BY n) FILTER (WHERE (n - 1) %% %s = 0), count(*) '
+    -- bounds as JSON writes them: the same text whatever the session's DateStyle
+    EXECUTE format('SELECT array_agg(to_json(k) #>> ''{}'' ORDER BY n) FILTER (WHERE (n - 1) %% %s = 0), count(*) '
                    'FROM (SELECT s.%s AS k, row_number() OVER (ORDER BY s.%s) AS n %s) x',
                    range_rows, key, key, rows_from)
        INTO bounds, total;
     -- range i holds bounds[i] <= key < bounds[i + 1]; the first is open below (keys
     -- added meanwhile below the first land there), the last above
-    INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned)
+    INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned, plan)
     SELECT _job_plan.job, i, version, CASE WHEN i > 1 THEN bounds[i] END, bounds[i + 1], pending_only,
-           least(range_rows, total - (i - 1)::bigint * range_rows)
+           least(range_rows, total - (i - 1)::bigint * range_rows), plan
       FROM generate_subscripts(bounds, 1) i;
     RETURN total;
 END
@@ -708,12 +724,14 @@ $$;
 
 /* Whether a parallel run can split the source by its key: for a table, whether
    the key has a unique index of its own (the ranges are found through it); NULL
-   for a view or any other source, which is taken as it is. */
+   for a view or any other source, which is taken as it is; never for a temporary
+   table, which other sessions cannot read. */
 CREATE FUNCTION treeshap._key_splits(source regclass, key_column text)
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT CASE WHEN c.relkind IN ('r', 'm', 'p') THEN EXISTS (
+    SELECT CASE WHEN c.relpersistence = 't' THEN false
+                WHEN c.relkind IN ('r', 'm', 'p') THEN EXISTS (
                SELECT 1 FROM pg_index i
                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
                 WHERE i.indrelid = source AND i.indisunique AND i.indpred IS NULL
@@ -750,6 +768,7 @@ DECLARE
     n_rows     bigint;
     n_workers  integer;
     pending    boolean;
+    plan       text;
     bulk       boolean;
     step       text := 'count';
     finished   boolean := false;
@@ -786,18 +805,6 @@ BEGIN
               USING ERRCODE = 'undefined_column', HINT = 'Name the row key with key_column.';
     END IF;
     key_name := format_type(key_type, key_typmod);
-    -- workers split the source by its key: where that needs a unique index the
-    -- table lacks, the default runs in this session, and asking for workers is an error
-    IF n_workers > 0 AND NOT coalesce(treeshap._key_splits(source, key_column), true) THEN
-        IF workers IS NULL THEN
-            n_workers := 0;
-        ELSE
-            RAISE EXCEPTION 'column "%" of % is not a unique key', key_column, source
-                  USING ERRCODE = 'invalid_column_reference',
-                        HINT = 'A run with workers splits the source into ranges of its key: give the column '
-                               'a unique index (a primary key), or run with workers => 0.';
-        END IF;
-    END IF;
     SELECT format('%I.%I', n.nspname, c.relname) INTO src
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = source;
     -- features: as given; else by name (explain matches names); else all but the key
@@ -822,6 +829,28 @@ BEGIN
         EXECUTE treeshap._target_ddl(tgt, layout, key_name, key_coll);
     ELSE
         PERFORM treeshap._check_target(tgt::regclass, layout, key_type);
+    END IF;
+    -- workers split the source by its key: where that needs a unique index the
+    -- table lacks, or where source or target is temporary (the workers are other
+    -- sessions), the default runs in this session, and asking for workers is an error
+    IF n_workers > 0 AND 't' IN (SELECT c.relpersistence FROM pg_class c WHERE c.oid IN (source, tgt::regclass)) THEN
+        IF workers IS NULL THEN
+            n_workers := 0;
+        ELSE
+            RAISE EXCEPTION 'explain_into cannot run in workers with a temporary source or target'
+                  USING ERRCODE = 'feature_not_supported',
+                        HINT = 'Workers are other sessions, which cannot see this session''s temporary tables: run with workers => 0.';
+        END IF;
+    END IF;
+    IF n_workers > 0 AND NOT coalesce(treeshap._key_splits(source, key_column), true) THEN
+        IF workers IS NULL THEN
+            n_workers := 0;
+        ELSE
+            RAISE EXCEPTION 'column "%" of % is not a unique key', key_column, source
+                  USING ERRCODE = 'invalid_column_reference',
+                        HINT = 'A run with workers splits the source into ranges of its key: give the column '
+                               'a unique index (a primary key), or run with workers => 0.';
+        END IF;
     END IF;
     -- one spelling per table: the job's name and its lock key
     SELECT format('%I.%I', n.nspname, c.relname) INTO tgt
@@ -872,8 +901,12 @@ BEGIN
                 PERFORM treeshap._job_update(job, 'batch', n_rows);
                 finished := n_rows < batch_size;
             ELSIF step = 'count' THEN
-                IF EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job
-                              AND x.model_version = version AND NOT x.done) THEN
+                -- a stopped run's ranges are taken up when they were drawn from the same
+                -- rows (source, key, filter) under this version; else the run plans anew
+                plan := concat_ws(' ', src, key, filter);
+                IF EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job AND NOT x.done)
+                   AND NOT EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job AND NOT x.done
+                                      AND (x.model_version <> version OR x.plan <> plan)) THEN
                     SELECT sum(x.rows_planned) INTO n_rows FROM treeshap.job_range x
                      WHERE x.job = job AND NOT x.done;
                 ELSE
@@ -881,16 +914,15 @@ BEGIN
                     EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
                        INTO pending;
                     n_rows := treeshap._job_plan(job, version, key,
-                        treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending);
+                        treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending, plan);
                 END IF;
                 PERFORM treeshap._job_update(job, 'count', n_rows);
                 -- wide rows go straight into a plain target, as COPY writes them
                 bulk := layout = 'wide' AND treeshap._bulk_target_ok(tgt::regclass);
                 step := 'work';
             ELSIF step = 'work' THEN
-                PERFORM treeshap._job_workers(n_workers,
-                    format('SELECT treeshap._job_run_range(%s, %L, %L, %L, %L, %L, %L, %L, %s, %L, %L, false, %L)',
-                           job, model, layout, src, key, columns, filter, tgt, version, key_name, key_coll, bulk));
+                PERFORM treeshap._job_workers(n_workers, job, model, layout, src, key, columns, filter, tgt,
+                                              version, key_name, key_coll, bulk);
                 step := 'rest';
             ELSE
                 finished := treeshap._job_run_range(job, model, layout, src, key, columns, filter, tgt,

@@ -215,8 +215,9 @@ def worker_error_scenario(conn):
     """A worker's ERROR (here: division by zero in the filter, which the leader's plan
     passes) fails the job with its message and SQLSTATE; no worker is left."""
     target = f"jobs.worker_error_{workers}"
+    leader = connect()
     try:
-        explain_into(connect(), target, filter="current_setting('application_name') <> '' OR 1/0 = 1")
+        explain_into(leader, target, filter=f"pg_backend_pid() = {leader.get_backend_pid()} OR 1/0 = 1")
         check("worker-error: the job fails", False, "it succeeded")
     except psycopg2.Error as e:
         j = job(conn, target)

@@ -39,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(77);
+SELECT plan(86);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -321,6 +321,53 @@ CALL treeshap.explain_into('t09_reg', 't09.named', 't09.audited', key_column => 
 SELECT results_eq($$SELECT treeshap._bulk_target_ok('t09.audited'), (SELECT n FROM t09.audit), (SELECT count(*) FROM t09.audited)$$,
                   $$VALUES (false, 3007::bigint, 3007::bigint)$$,
                   'a target with a trigger is written by INSERT, and the trigger fires for every row');
+-- workers run with the session's settings (a custom one read by the filter, DateStyle for date keys)
+SET app.min_id = '4500';
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.par_setting', batch_size => 500, workers => 2,
+                           filter => 'id >= current_setting(''app.min_id'')::int');
+RESET app.min_id;
+SELECT results_eq($$SELECT state, rows_done FROM t09.job('t09.par_setting')$$,
+                  $$SELECT 'done'::text, count(*) FROM t09.houses WHERE id >= 4500$$,
+                  'workers read the session''s own settings (a filter on a custom setting)');
+CREATE TABLE t09.dated AS SELECT date '2020-01-01' + id AS day, "MedInc", "HouseAge", "AveRooms", "AveBedrms",
+       "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses;
+ALTER TABLE t09.dated ADD PRIMARY KEY (day);
+SET DateStyle = 'SQL, DMY';
+CALL treeshap.explain_into('t09_reg', 't09.dated', 't09.dated_shap', key_column => 'day', batch_size => 400, workers => 2);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.dated_shap',
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_reg', 'SELECT * FROM t09.dated', NULL::date)$$,
+              'date keys split into ranges under DateStyle SQL, DMY: every row once, exactly');
+RESET DateStyle;
+-- ranges drawn from other rows (another filter) are not taken up: the run plans anew
+INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned, plan)
+SELECT job, 1000, model_version, '0', '10', false, 3, 'another source' FROM t09.job('t09.par');
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.par', batch_size => 500, workers => 2);
+SELECT results_eq($$SELECT state, rows_done, ranges_total FROM t09.job('t09.par')$$,
+                  $$VALUES ('done'::text, 0::bigint, 0::bigint)$$,
+                  'a stopped run''s ranges of other rows are dropped, and the run plans anew');
+-- temporary tables stay in the calling session
+CREATE TEMP TABLE tmp_houses AS SELECT * FROM t09.houses;
+ALTER TABLE tmp_houses ADD PRIMARY KEY (id);
+SET treeshap.job_workers = 2;
+CALL treeshap.explain_into('t09_reg', 'tmp_houses', 't09.tmp_shap', batch_size => 1000);
+SELECT results_eq($$SELECT state, rows_done, workers FROM t09.job('t09.tmp_shap')$$,
+                  $$VALUES ('done'::text, 3007::bigint, 0)$$, 'the default runs a temporary source in the calling session');
+RESET treeshap.job_workers;
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 'tmp_houses', 't09.tmp_shap2', workers => 2)$$, '0A000',
+                 'explain_into cannot run in workers with a temporary source or target',
+                 'workers with a temporary source are refused');
+SELECT throws_ok($$SELECT treeshap._job_workers(2, 1, 'm', 'wide', 's', 'k', 'c', NULL, 't', 1, 'bigint', '', true)$$,
+                 '55000', 'explain_into''s workers start only inside explain_into', 'workers start only inside explain_into');
+-- the bulk writer takes only what INSERT would take the same way
+CREATE TABLE t09.text_base (row_key integer NOT NULL, output integer NOT NULL, base_value text NOT NULL,
+                            shap_values double precision[] NOT NULL, model_version bigint NOT NULL,
+                            computed_at timestamptz NOT NULL);
+SELECT throws_ok($$SELECT treeshap._explain_write('t09_reg', 'SELECT * FROM t09.houses', 't09.text_base', 1, 'integer')$$,
+                 '42809', NULL, 'the bulk writer refuses a target of other column types');
+SELECT throws_ok($$SELECT treeshap._explain_write('t09_reg', 'SELECT NULL::integer, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses', 't09.named_shap', 1, 'integer')$$,
+                 '42809', NULL, 'and a key of another type than the target''s');
+SELECT throws_ok($$SELECT treeshap._explain_write('t09_reg', 'SELECT NULL::text, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses', 't09.named_shap', 1, 'text')$$,
+                 '23502', NULL, 'and a NULL key');
 RESET treeshap.job_workers;
 
 SELECT * FROM finish();

@@ -33,7 +33,7 @@ GRANT SELECT ON public.t13_rows TO PUBLIC;
 GRANT CREATE ON SCHEMA public TO t13_alice;
 \set QUIET 0
 
-SELECT plan(21);
+SELECT plan(23);
 
 SET ROLE t13_alice;
 SELECT is((treeshap.load_model('t13_alice_model', convert_to(:'reg', 'UTF8'))).owner, 't13_alice'::name,
@@ -87,6 +87,12 @@ SELECT throws_like($$CALL treeshap.explain_into('t13_alice_model', 'public.t13_r
 SELECT throws_ok($$SELECT treeshap._explain_write('t13_alice_model', 'SELECT * FROM public.t13_rows',
                                                   'public.t13_alice_par', 1, 'integer')$$,
                  '42809', NULL, 'nor write explanations straight into another role''s target');
+SELECT is((SELECT count(*) FROM treeshap.job_range r JOIN treeshap.job_store j USING (job) WHERE j.target LIKE '%t13_alice_par'),
+          0::bigint, 'nor read another role''s key ranges (their bounds are its source''s keys)');
+SELECT throws_ok($$INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned, plan)
+                   SELECT job, 99, model_version, NULL, NULL, false, 1, 'x' FROM treeshap.job_store
+                    WHERE target LIKE '%t13_alice_par'$$,
+                 '42501', NULL, 'nor add a range to another role''s job');
 SELECT treeshap._job_update(job, 'failed', error => 'forged') FROM treeshap.jobs
  WHERE target LIKE '%t13_alice_shap' \g /dev/null
 DELETE FROM treeshap.job_store WHERE target LIKE '%t13_alice_shap' OR target LIKE '%t13_alice_par';

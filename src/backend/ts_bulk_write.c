@@ -106,31 +106,73 @@ columns_are_layout(TupleDesc desc)
 	return true;
 }
 
+/* The types of the wide layout's columns, in wide_columns' order; the key's is the call's. */
+static const Oid wide_types[TS_WIDE_COLUMNS] = {
+	InvalidOid, INT4OID, FLOAT8OID, FLOAT8ARRAYOID, INT8OID, TIMESTAMPTZOID
+};
+
+/*
+ * Whether a relation takes the writer's rows as INSERT would take them: a
+ * plain table that is no partition, of the wide layout's columns alone in
+ * their types (the key in key_type, unless InvalidOid), with no rule,
+ * trigger, check constraint or generated column for INSERT to apply.
+ */
+static bool
+relation_takes_rows(Relation rel, Oid key_type)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleConstr *constr = desc->constr;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
+		rel->trigdesc != NULL || rel->rd_rules != NULL || !columns_are_layout(desc))
+		return false;
+	if (constr != NULL && (constr->num_check > 0 || ts_has_generated_columns(constr)))
+		return false;
+	for (int c = 0; c < (int) TS_WIDE_COLUMNS; c++)
+	{
+		Oid			want = c == 0 ? key_type : wide_types[c];
+
+		if (OidIsValid(want) && TupleDescAttr(desc, column_index(desc, wide_columns[c]))->atttypid != want)
+			return false;
+	}
+	return true;
+}
+
+/* Whether the current user may insert into the relation, with no row level security to apply. */
+static bool
+user_may_insert(Oid relid)
+{
+	return pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK &&
+		check_enable_rls(relid, InvalidOid, true) == RLS_NONE;
+}
+
 bool
 ts_bulk_target_ok(Oid relid)
 {
 	Relation	rel;
-	TupleDesc	desc;
 	bool		ok;
 
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK ||
-		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+	if (!user_may_insert(relid))
 		return false;			/* INSERT says why, or applies the policies */
 	rel = table_open(relid, AccessShareLock);
-	desc = RelationGetDescr(rel);
-	ok = rel->rd_rel->relkind == RELKIND_RELATION && rel->trigdesc == NULL &&
-		(desc->constr == NULL || (desc->constr->num_check == 0 && !desc->constr->has_generated_stored)) &&
-		columns_are_layout(desc);
+	ok = relation_takes_rows(rel, InvalidOid);
 	table_close(rel, AccessShareLock);
 	return ok;
 }
 
 TsBulkWriter *
-ts_bulk_begin(Oid relid, int64 version)
+ts_bulk_begin(Oid relid, Oid key_type, int64 version)
 {
 	TsBulkWriter *w = palloc0(sizeof(TsBulkWriter));
 
+	PreventCommandIfReadOnly("explain_into");
 	w->rel = table_open(relid, RowExclusiveLock);
+	/* checked under the lock that keeps the table so: callable by anyone */
+	if (!user_may_insert(relid) || !relation_takes_rows(w->rel, key_type))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("explanations cannot be written straight into \"%s\"", RelationGetRelationName(w->rel)),
+				 errdetail("Only a plain table of the wide layout's columns alone, in their types, without rules, triggers, row level security, check constraints or generated columns, into which the current user may insert, is written in bulk.")));
 	w->estate = CreateExecutorState();
 	w->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(w->rri, w->rel, 1, NULL, 0);
@@ -169,12 +211,17 @@ bulk_flush(TsBulkWriter *w)
 }
 
 void
-ts_bulk_put(TsBulkWriter *w, Datum key, int32 output, double base_value, const double *values, int32 n)
+ts_bulk_put(TsBulkWriter *w, Datum key, bool key_null, int32 output, double base_value,
+			const double *values, int32 n)
 {
 	TupleTableSlot *slot = w->slots[w->nslots];
 	MemoryContext old = MemoryContextSwitchTo(w->rows_cxt);
 	Datum		row[TS_WIDE_COLUMNS];
 
+	if (key_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a row with a NULL key cannot be written into \"%s\"", RelationGetRelationName(w->rel))));
 	/* a key by reference lives in its batch's memory, which the next batch reuses */
 	row[0] = w->key_byval ? key : datumCopy(key, false, w->key_len);
 	row[1] = Int32GetDatum(output);

@@ -21,11 +21,11 @@ extern ArrayType *ts_float8_array(const double *values, int32 n);
 /* Whether the current user's rows can be bulk-written into the relation. */
 extern bool ts_bulk_target_ok(Oid relid);
 
-/* Open the target for rows stamped with this model version. */
-extern TsBulkWriter *ts_bulk_begin(Oid relid, int64 version);
+/* Open the target for key_type keys' rows stamped with this model version (42809 if it cannot take them). */
+extern TsBulkWriter *ts_bulk_begin(Oid relid, Oid key_type, int64 version);
 
 /* Add one (key, output, base value, values) row; written when the buffer fills. */
-extern void ts_bulk_put(TsBulkWriter *w, Datum key, int32 output, double base_value,
+extern void ts_bulk_put(TsBulkWriter *w, Datum key, bool key_null, int32 output, double base_value,
 						const double *values, int32 n);
 
 /* Write what is buffered and close the target; the rows of output 0 written. */

@@ -186,7 +186,7 @@ emit_contribs(TsEmitter *em, Datum key, bool key_null, const double *row_phi)
 		values[1] = Int32GetDatum(k);
 		if (em->writer != NULL)
 		{
-			ts_bulk_put(em->writer, key, k, phi[nf], phi, nf);
+			ts_bulk_put(em->writer, key, key_null, k, phi[nf], phi, nf);
 			continue;
 		}
 		if (em->kind == TS_RESULT_WIDE)

@@ -36,12 +36,8 @@ PG_FUNCTION_INFO_V1(treeshap_job_workers_wanted);
 /* How long a stopping leader waits for its workers to end. */
 #define TS_JOB_STOP_WAIT_MS 1000
 
-/* The settings a worker takes from its leader (all user-settable). */
-static const char *const passed_settings[] = {
-	"search_path", "work_mem", "treeshap.batch_rows", "treeshap.device", "treeshap.gpu_precision",
-	"treeshap.algorithm", "treeshap.match_columns", "treeshap.model_cache_size",
-	"treeshap.background_plan_memory", "treeshap.background_grouping", NULL
-};
+/* treeshap._job_workers' arguments that travel as text: model, layout, source, key, columns, filter, target, key type, key collation. */
+static const int text_args[TS_JOB_TEXT_ARGS] = {2, 3, 4, 5, 6, 7, 8, 10, 11};
 
 /* The workers of the run in progress, for the exit callback. */
 static BackgroundWorkerHandle *running[TS_JOB_MAX_WORKERS];
@@ -87,43 +83,26 @@ wait_workers_gone(void)
 	RESUME_INTERRUPTS();
 }
 
-/* The bytes the statement and the leader's settings take after the slots. */
+/* The bytes of the segment: the slots, the leader's settings, the run's arguments. */
 static Size
-shared_size(int nworkers, const char *statement, StringInfo settings)
+shared_size(FunctionCallInfo fcinfo, int nworkers, Size settings)
 {
-	return add_size(add_size(offsetof(TsJobShared, slots),
-							 mul_size(nworkers, sizeof(TsJobWorkerSlot))),
-					add_size(strlen(statement) + 1, settings->len + 1));
+	Size		size = add_size(offsetof(TsJobShared, slots), mul_size(nworkers, sizeof(TsJobWorkerSlot)));
+
+	size = add_size(size, settings);
+	for (int a = 0; a < TS_JOB_TEXT_ARGS; a++)
+		if (!PG_ARGISNULL(text_args[a]))
+			size = add_size(size, VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(text_args[a])) + 1);
+	return size;
 }
 
-/* name NUL value NUL for each passed setting, cpu_threads split between the workers. */
-static void
-collect_settings(StringInfo out, int nworkers)
-{
-	char		threads[16];
-
-	for (int i = 0; passed_settings[i] != NULL; i++)
-	{
-		const char *value = GetConfigOption(passed_settings[i], true, false);
-
-		if (value == NULL)
-			continue;
-		appendBinaryStringInfo(out, passed_settings[i], strlen(passed_settings[i]) + 1);
-		appendBinaryStringInfo(out, value, strlen(value) + 1);
-	}
-	/* the workers share the leader's threads: a CPU-only server's cores bound them all */
-	snprintf(threads, sizeof(threads), "%d", Max(1, ts_cpu_threads_now() / nworkers));
-	appendBinaryStringInfo(out, "treeshap.cpu_threads", sizeof("treeshap.cpu_threads"));
-	appendBinaryStringInfo(out, threads, strlen(threads) + 1);
-}
-
-/* Fill the segment: who the workers act as, what they run, with which settings. */
+/* Fill the segment: who the workers act as, the run, the leader's settings. */
 static TsJobShared *
-fill_shared(dsm_segment *seg, int nworkers, const char *statement, StringInfo settings)
+fill_shared(FunctionCallInfo fcinfo, dsm_segment *seg, int nworkers, Size settings)
 {
 	TsJobShared *sh = dsm_segment_address(seg);
 	Oid			role = GetCurrentRoleId();
-	char	   *text;
+	char	   *next;
 
 	memset(sh, 0, offsetof(TsJobShared, slots) + nworkers * sizeof(TsJobWorkerSlot));
 	sh->database = MyDatabaseId;
@@ -136,13 +115,28 @@ fill_shared(dsm_segment *seg, int nworkers, const char *statement, StringInfo se
 	pg_atomic_init_u32(&sh->stop, 0);
 	for (int i = 0; i < nworkers; i++)
 		pg_atomic_init_u32(&sh->slots[i].state, TS_JOB_WORKER_STARTING);
-	text = (char *) &sh->slots[nworkers];
-	sh->statement_offset = text - (char *) sh;
-	strcpy(text, statement);
-	text += strlen(statement) + 1;
-	sh->settings_offset = text - (char *) sh;
-	memcpy(text, settings->data, settings->len);
-	text[settings->len] = '\0';
+	sh->job = PG_GETARG_INT64(1);
+	sh->version = PG_GETARG_INT64(9);
+	sh->bulk = PG_GETARG_BOOL(12);
+	/* the workers share the leader's threads: a CPU-only server's cores bound them all */
+	sh->cpu_threads = Max(1, ts_cpu_threads_now() / nworkers);
+	next = (char *) &sh->slots[nworkers];
+	sh->settings_offset = next - (char *) sh;
+	SerializeGUCState(settings, next);
+	next += settings;
+	for (int a = 0; a < TS_JOB_TEXT_ARGS; a++)
+	{
+		text	   *t;
+
+		sh->arg_null[a] = PG_ARGISNULL(text_args[a]);
+		if (sh->arg_null[a])
+			continue;
+		t = PG_GETARG_TEXT_PP(text_args[a]);
+		sh->arg_offset[a] = next - (char *) sh;
+		memcpy(next, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+		next[VARSIZE_ANY_EXHDR(t)] = '\0';
+		next += VARSIZE_ANY_EXHDR(t) + 1;
+	}
 	return sh;
 }
 
@@ -171,11 +165,8 @@ start_workers(dsm_segment *seg, int nworkers)
 		if (!RegisterDynamicBackgroundWorker(&worker, &running[nrunning]))
 			break;
 		nrunning++;				/* stopped with the others if the wait is cancelled */
-		if (WaitForBackgroundWorkerStartup(running[nrunning - 1], &pid) != BGWH_STARTED)
-		{
-			nrunning--;			/* the postmaster could not fork it: not watched */
-			break;
-		}
+		/* one that stopped at once may have run and ended already: its slot says */
+		(void) WaitForBackgroundWorkerStartup(running[nrunning - 1], &pid);
 		started++;
 	}
 	return started;
@@ -213,10 +204,12 @@ watch_workers(TsJobShared *sh)
 		{
 			pid_t		pid;
 
+			uint32		state = pg_atomic_read_u32(&sh->slots[i].state);
+
 			if (GetBackgroundWorkerPid(running[i], &pid) != BGWH_STOPPED)
 				alive = true;
-			else if (pg_atomic_read_u32(&sh->slots[i].state) != TS_JOB_WORKER_DONE)
-				raise_worker_error(sh, i);
+			else if (state == TS_JOB_WORKER_RUNNING || state == TS_JOB_WORKER_FAILED)
+				raise_worker_error(sh, i);	/* one never forked (STARTING) left its ranges to the others */
 		}
 		if (!alive)
 			return;
@@ -227,34 +220,42 @@ watch_workers(TsJobShared *sh)
 }
 
 /*
- * treeshap._job_workers(workers int, statement text) returns int: run
- * `statement` (one range per call, NULL when none is left) in up to `workers`
- * background workers until they have claimed every range; the number that
- * started (0: none could, the caller runs the ranges itself).
+ * treeshap._job_workers(workers, job, model, layout, source, key, columns,
+ * filter, target, version, key_type, key_collation, bulk) returns int: up
+ * to `workers` background workers run treeshap._job_run_range with these
+ * arguments, one range per transaction, until no range is left; the number
+ * that started (0: none could, the caller runs the ranges itself). Only a
+ * session that holds an explain_into run's lock starts them.
  */
 Datum
 treeshap_job_workers(PG_FUNCTION_ARGS)
 {
 	static bool exit_callback_set = false;
 	int			asked = PG_GETARG_INT32(0);
-	char	   *statement = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	StringInfoData settings;
+	Size		settings;
 	dsm_segment *seg;
 	int			started;
 
+	if (!ts_job_lock_held())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("explain_into's workers start only inside explain_into")));
 	if (asked < 1 || asked > TS_JOB_MAX_WORKERS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("workers must be between 0 and %d, not %d", TS_JOB_MAX_WORKERS, asked)));
+	if (PG_ARGISNULL(1) || PG_ARGISNULL(9) || PG_ARGISNULL(12))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the job, version and bulk of explain_into's workers must not be null")));
 	if (!exit_callback_set)
 	{
 		before_shmem_exit(stop_workers_at_exit, (Datum) 0);
 		exit_callback_set = true;
 	}
-	initStringInfo(&settings);
-	collect_settings(&settings, asked);
-	seg = dsm_create(shared_size(asked, statement, &settings), 0);
-	running_shared = fill_shared(seg, asked, statement, &settings);
+	settings = EstimateGUCStateSpace();
+	seg = dsm_create(shared_size(fcinfo, asked, settings), 0);
+	running_shared = fill_shared(fcinfo, seg, asked, settings);
 	nrunning = 0;
 	PG_TRY();
 	{

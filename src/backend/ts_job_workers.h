@@ -1,8 +1,9 @@
 /*
  * ts_job_workers.h - what the leader of a parallel explain_into run shares
  * with its workers (dynamic background workers) in one DSM segment: who they
- * act as, the statement each runs once per key range, the settings they
- * take from the leader, and one slot per worker for its state and error.
+ * act as, the run whose ranges they claim (treeshap._job_run_range's
+ * arguments), the leader's settings (SerializeGUCState), and one slot per
+ * worker for its state and error. Also the job lock's test (ts_jobs.c).
  */
 #ifndef TS_JOB_WORKERS_H
 #define TS_JOB_WORKERS_H
@@ -12,10 +13,13 @@
 /* At most this many workers for one run. */
 #define TS_JOB_MAX_WORKERS 64
 
+/* treeshap._job_run_range's arguments after the job (text, as SQL passes them), then version and bulk. */
+#define TS_JOB_TEXT_ARGS 9
+
 /* A worker's state, written by the worker, read by the leader. */
 typedef enum TsJobWorkerState
 {
-	TS_JOB_WORKER_STARTING = 0,
+	TS_JOB_WORKER_STARTING = 0, /* not attached yet: it may never run */
 	TS_JOB_WORKER_RUNNING,
 	TS_JOB_WORKER_DONE,			/* no range left: ended cleanly */
 	TS_JOB_WORKER_FAILED		/* ended with the error in its slot */
@@ -32,7 +36,7 @@ typedef struct TsJobWorkerSlot
 	char		hint[512];
 } TsJobWorkerSlot;
 
-/* The segment's head; the statement and the settings follow the slots. */
+/* The segment's head; the settings and the run's arguments follow the slots. */
 typedef struct TsJobShared
 {
 	Oid			database;
@@ -44,9 +48,17 @@ typedef struct TsJobShared
 	int			leader_pid;
 	int			nworkers;
 	pg_atomic_uint32 stop;		/* set by the leader: end after the current range */
-	Size		statement_offset;	/* NUL-terminated */
-	Size		settings_offset;	/* name NUL value NUL ..., then an empty name */
+	int64		job;
+	int64		version;
+	bool		bulk;
+	int			cpu_threads;	/* each worker's share of the leader's threads */
+	bool		arg_null[TS_JOB_TEXT_ARGS];
+	Size		arg_offset[TS_JOB_TEXT_ARGS];	/* NUL-terminated texts */
+	Size		settings_offset;	/* SerializeGUCState's bytes */
 	TsJobWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } TsJobShared;
+
+/* Whether this session holds an explain_into run's lock (ts_jobs.c). */
+extern bool ts_job_lock_held(void);
 
 #endif							/* TS_JOB_WORKERS_H */

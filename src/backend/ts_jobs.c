@@ -14,6 +14,8 @@
 #include "miscadmin.h"
 #include "storage/lock.h"
 
+#include "backend/ts_job_workers.h"
+
 /* First key of every job lock: 'tshp'. */
 #define TS_JOB_LOCK_CLASS 1953720432
 
@@ -22,6 +24,12 @@ PG_FUNCTION_INFO_V1(treeshap_job_unlock);
 
 static bool job_lock_held = false;
 static LOCKTAG job_lock_tag;
+
+bool
+ts_job_lock_held(void)
+{
+	return job_lock_held;
+}
 
 /* Release the job lock if this session holds it. */
 static void

@@ -72,6 +72,13 @@
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
 #endif
 
+/* Whether a table has generated columns: 18 added virtual ones to the stored. */
+#if PG_VERSION_NUM >= 180000
+#define ts_has_generated_columns(constr) ((constr)->has_generated_stored || (constr)->has_generated_virtual)
+#else
+#define ts_has_generated_columns(constr) ((constr)->has_generated_stored)
+#endif
+
 /*
  * Check SELECT on the columns (executor column-set bits) of a relation as the
  * executor checks a query's range table, ereporting on a violation: up to 15
