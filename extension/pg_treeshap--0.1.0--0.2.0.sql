@@ -627,11 +627,8 @@ CREATE FUNCTION treeshap._range_rows(source text, key text, filter text, target 
 RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT format('FROM %1$s s WHERE s.%2$s IS NOT NULL AND (%3$s)%4$s', source, key, coalesce(filter, 'true'),
-                  CASE WHEN pending_only THEN
-                      format(' AND NOT EXISTS (SELECT 1 FROM %s t WHERE t.row_key = s.%s AND t.model_version = %s)',
-                             target, key, version)
-                  ELSE '' END);
+    SELECT CASE WHEN pending_only THEN treeshap._pending_rows(source, key, filter, target, version)
+                ELSE format('FROM %s s WHERE s.%s IS NOT NULL AND (%s)', source, key, coalesce(filter, 'true')) END;
 $$;
 
 /* Split the rows of `rows_from` (a _range_rows clause) into ranges of range_rows
@@ -724,14 +721,12 @@ $$;
 
 /* Whether a parallel run can split the source by its key: for a table, whether
    the key has a unique index of its own (the ranges are found through it); NULL
-   for a view or any other source, which is taken as it is; never for a temporary
-   table, which other sessions cannot read. */
+   for a view or any other source, which is taken as it is. */
 CREATE FUNCTION treeshap._key_splits(source regclass, key_column text)
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT CASE WHEN c.relpersistence = 't' THEN false
-                WHEN c.relkind IN ('r', 'm', 'p') THEN EXISTS (
+    SELECT CASE WHEN c.relkind IN ('r', 'm', 'p') THEN EXISTS (
                SELECT 1 FROM pg_index i
                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
                 WHERE i.indrelid = source AND i.indisunique AND i.indpred IS NULL

@@ -12,6 +12,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "utils/acl.h"
@@ -24,6 +25,8 @@
 
 #include "backend/ts_bulk_write.h"
 #include "service/ts_pg_compat.h"
+
+PG_FUNCTION_INFO_V1(treeshap_bulk_target_ok);
 
 /* Rows gathered before one multi-insert (COPY gathers up to 1,000). */
 #define TS_BULK_ROWS 1000
@@ -260,4 +263,11 @@ ts_bulk_end(TsBulkWriter *w)
 	rows = w->rows;
 	pfree(w);
 	return rows;
+}
+
+/* treeshap._bulk_target_ok(target regclass): whether _explain_write can write into it as the current user. */
+Datum
+treeshap_bulk_target_ok(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(ts_bulk_target_ok(PG_GETARG_OID(0)));
 }

@@ -35,7 +35,6 @@ PG_FUNCTION_INFO_V1(treeshap_predict);
 PG_FUNCTION_INFO_V1(treeshap_explain_top_features);
 PG_FUNCTION_INFO_V1(treeshap_shap_values);
 PG_FUNCTION_INFO_V1(treeshap_explain_write);
-PG_FUNCTION_INFO_V1(treeshap_bulk_target_ok);
 
 /*
  * The model name and the rows' source: the second argument is a query
@@ -246,23 +245,20 @@ has_background(const TsCallOptions *args)
 	return args != NULL && args->background != NULL;
 }
 
-/* Common body of the set-returning functions; args only for interactions. */
-static Datum
-explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *args)
+/*
+ * Explain the source's rows into the call's emitter: its tuplestore, or the
+ * explain_into target `target` (rows stamped with `version`) when that is
+ * valid; the source rows written into the target.
+ */
+static int64
+explain_rows(TsResultKind kind, ReturnSetInfo *rsinfo, const char *model_name, const TsSource *src,
+			 Oid key_type, const TsCallOptions *args, Oid target, int64 version)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *model_name;
-	TsSource	src;
 	TsCachedModel *volatile cached = NULL;
 	TsGpuRun   *volatile run = NULL;
 	TsEmitter	em;
-	Oid			key_type;
-	bool		use_gpu;
-
-	get_model_and_source(fcinfo, kind, &model_name, &src);
-	use_gpu = !cpu_only(args) && ts_device_use_gpu(true);
-	InitMaterializedSRF(fcinfo, 0);
-	key_type = kind == TS_RESULT_IMPORTANCE ? InvalidOid : TupleDescAttr(rsinfo->setDesc, 0)->atttypid;
+	bool		use_gpu = !cpu_only(args) && ts_device_use_gpu(true);
+	int64		written = 0;
 
 	SPI_connect();
 	PG_TRY();
@@ -273,13 +269,15 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 			use_gpu = false;
 		emitter_init(&em, kind, rsinfo, cached, args);
 		load_background(&em, args);
+		if (OidIsValid(target))
+			em.writer = ts_bulk_begin(target, key_type, version);
 		if (use_gpu)
-		{
-			ts_run_gpu(&em, (TsGpuRun **) &run, cached, &src, key_type);
-		}
+			ts_run_gpu(&em, (TsGpuRun **) &run, cached, src, key_type);
 		else
-			ts_run_cpu(&em, cached, &src, key_type);
+			ts_run_cpu(&em, cached, src, key_type);
 		ts_emit_totals(&em);
+		if (em.writer != NULL)
+			written = ts_bulk_end(em.writer);
 	}
 	PG_FINALLY();
 	{
@@ -287,6 +285,22 @@ explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *
 	}
 	PG_END_TRY();
 	SPI_finish();
+	return written;
+}
+
+/* Common body of the set-returning functions; args only for interactions. */
+static Datum
+explain_common(FunctionCallInfo fcinfo, TsResultKind kind, const TsCallOptions *args)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *model_name;
+	TsSource	src;
+	Oid			key_type;
+
+	get_model_and_source(fcinfo, kind, &model_name, &src);
+	InitMaterializedSRF(fcinfo, 0);
+	key_type = kind == TS_RESULT_IMPORTANCE ? InvalidOid : TupleDescAttr(rsinfo->setDesc, 0)->atttypid;
+	(void) explain_rows(kind, rsinfo, model_name, &src, key_type, args, InvalidOid, 0);
 	return (Datum) 0;
 }
 
@@ -325,43 +339,12 @@ treeshap_explain_write(PG_FUNCTION_ARGS)
 	ReturnSetInfo rsinfo = {0};
 	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0, NULL, false};
 	TsSource	src = {0};
-	char	   *model_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Oid			key_type = PG_GETARG_OID(4);
-	TsCachedModel *volatile cached = NULL;
-	TsGpuRun   *volatile run = NULL;
-	TsEmitter	em;
-	bool		use_gpu = ts_device_use_gpu(true);
-	int64		rows = 0;
 
 	src.query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	rsinfo.setDesc = wide_desc(key_type);
-	SPI_connect();
-	PG_TRY();
-	{
-		cached = ts_model_acquire(model_name, use_gpu);
-		emitter_init(&em, TS_RESULT_WIDE, &rsinfo, cached, &args);
-		load_background(&em, &args);
-		em.writer = ts_bulk_begin(PG_GETARG_OID(2), key_type, PG_GETARG_INT64(3));
-		if (use_gpu)
-			ts_run_gpu(&em, (TsGpuRun **) &run, cached, &src, key_type);
-		else
-			ts_run_cpu(&em, cached, &src, key_type);
-		rows = ts_bulk_end(em.writer);
-	}
-	PG_FINALLY();
-	{
-		end_call(run, cached);
-	}
-	PG_END_TRY();
-	SPI_finish();
-	PG_RETURN_INT64(rows);
-}
-
-/* treeshap._bulk_target_ok(target regclass): whether _explain_write can write into it as the current user. */
-Datum
-treeshap_bulk_target_ok(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(ts_bulk_target_ok(PG_GETARG_OID(0)));
+	PG_RETURN_INT64(explain_rows(TS_RESULT_WIDE, &rsinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), &src,
+								 key_type, &args, PG_GETARG_OID(2), PG_GETARG_INT64(3)));
 }
 
 /* treeshap.explain_shap(model, query [, key_type], model_output, background): one row per (row, output, feature). */
