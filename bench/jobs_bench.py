@@ -65,7 +65,11 @@ def main():
                    f"CREATE TABLE {table}_ctas AS SELECT * FROM treeshap.explain_shap_wide('{name}', '{query}')",
                    f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', '{query}')")
     t = t[2:]
+    out, _, _ = psql("SELECT string_agg(name || '=' || current_setting(name), ' ' ORDER BY name) FROM pg_settings "
+                     "WHERE name IN ('shared_buffers', 'max_wal_size', 'wal_buffers', 'max_worker_processes', "
+                     "'server_version_num')")
     rec = {"kind": "jobs", "name": name, "device": device, "rows": rows, "batch": batch, "cores": os.cpu_count(),
+           "server": [ln for ln in out.splitlines() if "=" in ln][0].strip(),
            "wide_rows_per_s": rows / min(t[1], t[3]), "ctas_rows_per_s": rows / t[2], "into": []}
     psql(f"DROP TABLE {table}_ctas")
     for workers in worker_counts:

@@ -552,6 +552,9 @@ $$;
 -- done in one transaction, so a killed worker's range is neither, and whoever runs
 -- next takes it. A run over a target that holds no row of the version writes
 -- without reading the target; otherwise each range skips the rows it holds.
+-- Over a table keyed by a unique index, the workers draw the ranges as they go
+-- (each the next batch_size keys of the index after the last range's end), so no
+-- one reads the whole key column before the first row is written.
 CREATE TABLE treeshap.job_range (
     job           bigint NOT NULL REFERENCES treeshap.job_store ON DELETE CASCADE,
     range_no      integer NOT NULL,
@@ -587,6 +590,10 @@ CREATE POLICY range_forget ON treeshap.job_range FOR DELETE USING (treeshap._own
 GRANT SELECT, INSERT, UPDATE, DELETE ON treeshap.job_range TO PUBLIC;
 
 ALTER TABLE treeshap.job_store ADD COLUMN workers integer;
+-- whether the target may hold rows of other model versions: a run deletes them
+-- at its end only then (reading a target of millions of rows to find none costs
+-- as much as a tenth of writing them)
+ALTER TABLE treeshap.job_store ADD COLUMN old_versions boolean NOT NULL DEFAULT true;
 
 CREATE OR REPLACE VIEW treeshap.jobs AS
 SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
@@ -611,11 +618,13 @@ AS 'MODULE_PATHNAME', 'treeshap_job_workers_wanted'
 LANGUAGE C VOLATILE;
 
 /* Up to `workers` background workers acting as the caller run _job_run_range with
-   these arguments until no range is left; how many started. Only inside explain_into
-   (the session holds a run's lock). */
+   these arguments, and _job_draw when no range is left to claim, until none is
+   left to draw; how many started. Only inside explain_into (the session holds a
+   run's lock). */
 CREATE FUNCTION treeshap._job_workers(workers integer, job bigint, model text, layout text, source text,
                                       key text, columns text, filter text, target text, version bigint,
-                                      key_type text, key_collation text, bulk boolean)
+                                      key_type text, key_collation text, bulk boolean,
+                                      range_rows integer, plan text)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'treeshap_job_workers'
 LANGUAGE C VOLATILE;
@@ -655,6 +664,78 @@ BEGIN
            least(range_rows, total - (i - 1)::bigint * range_rows), plan
       FROM generate_subscripts(bounds, 1) i;
     RETURN total;
+END
+$$;
+
+/* Draw the job's next range, in a transaction of its own (others claim it once it
+   commits): the next range_rows keys of the source after the last range's end,
+   found through the key's index. Whether one was drawn: false once a range open
+   above ends the plan, and for a plan drawn whole at its start (range_rows 0).
+   One drawer at a time (the job's row is the lock). */
+CREATE FUNCTION treeshap._job_draw(job bigint, version bigint, source text, key text, filter text,
+                                   key_type text, range_rows integer, plan text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    last      record;
+    rows_from text;
+    hi        text;
+    n         bigint;
+BEGIN
+    IF range_rows < 1 THEN
+        RETURN false;
+    END IF;
+    PERFORM FROM treeshap.job_store j WHERE j.job = _job_draw.job FOR UPDATE;
+    SELECT x.range_no, x.hi INTO last FROM treeshap.job_range x
+     WHERE x.job = _job_draw.job ORDER BY x.range_no DESC LIMIT 1;
+    IF FOUND AND last.hi IS NULL THEN
+        RETURN false;
+    END IF;
+    rows_from := treeshap._range_rows(source, key, filter, NULL, version, false)
+                 || CASE WHEN last.hi IS NULL THEN ''
+                         ELSE format(' AND s.%s >= %L::%s', key, last.hi, key_type) END;
+    EXECUTE format('SELECT to_json(s.%s) #>> ''{}'' %s ORDER BY s.%s OFFSET %s LIMIT 1',
+                   key, rows_from, key, range_rows)
+       INTO hi;
+    IF hi IS NULL THEN
+        EXECUTE 'SELECT count(*) ' || rows_from INTO n;
+    END IF;
+    INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned, plan)
+    VALUES (job, coalesce(last.range_no, 0) + 1, version, last.hi, hi, false, coalesce(n, range_rows), plan);
+    -- the last range tells the run's total: what it wrote so far and what is left
+    IF hi IS NULL THEN
+        UPDATE treeshap.job_store j
+           SET rows_total = j.rows_done + (SELECT sum(x.rows_planned) FROM treeshap.job_range x
+                                            WHERE x.job = _job_draw.job AND NOT x.done)
+         WHERE j.job = _job_draw.job;
+    END IF;
+    RETURN true;
+END
+$$;
+
+/* The total of a run whose ranges are drawn as it goes, for treeshap.jobs: what it
+   wrote, what its drawn ranges hold, and the keys after the last range's end, read
+   at one snapshot; left to _job_draw (exact) once the last range is drawn. One
+   worker counts while the others write. */
+CREATE FUNCTION treeshap._job_count(job bigint, source text, key text, filter text, key_type text,
+                                    range_rows integer)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF range_rows < 1 THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('UPDATE treeshap.job_store j SET rows_total = j.rows_done + r.planned '
+                   '+ (SELECT count(*) %s AND (r.last IS NULL OR s.%s >= r.last::%s)) '
+                   'FROM (SELECT coalesce(sum(x.rows_planned) FILTER (WHERE NOT x.done), 0) AS planned, '
+                   '(SELECT y.hi FROM treeshap.job_range y WHERE y.job = $1 ORDER BY y.range_no DESC LIMIT 1) AS last, '
+                   'count(*) > 0 AS drawn FROM treeshap.job_range x WHERE x.job = $1) r '
+                   'WHERE j.job = $1 AND j.rows_total IS NULL AND NOT (r.drawn AND r.last IS NULL)',
+                   treeshap._range_rows(source, key, filter, NULL, NULL, false), key, key_type)
+      USING job;
+    RETURN true;
 END
 $$;
 
@@ -764,6 +845,7 @@ DECLARE
     n_workers  integer;
     pending    boolean;
     plan       text;
+    draw_rows  integer := 0;
     bulk       boolean;
     step       text := 'count';
     finished   boolean := false;
@@ -851,6 +933,9 @@ BEGIN
     SELECT format('%I.%I', n.nspname, c.relname) INTO tgt
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tgt::regclass;
     job := treeshap._job_open(model, src, tgt, layout, created);
+    IF created THEN
+        UPDATE treeshap.job_store j SET old_versions = false WHERE j.job = job;
+    END IF;
     -- a CALL inside a transaction block fails here, before any lock is taken
     COMMIT;
 
@@ -862,8 +947,10 @@ BEGIN
     END IF;
 
     -- running (and visible to others) from here, while the rows to do are counted
+    UPDATE treeshap.job_store j SET workers = n_workers,
+           old_versions = j.old_versions OR coalesce(j.model_version <> version, false)
+     WHERE j.job = job;
     PERFORM treeshap._job_update(job, 'start', version => version);
-    UPDATE treeshap.job_store j SET workers = n_workers WHERE j.job = job;
     -- a run in this session alone writes rows a parallel run's ranges may still
     -- count as missing: those ranges are forgotten
     IF n_workers = 0 THEN
@@ -896,20 +983,40 @@ BEGIN
                 PERFORM treeshap._job_update(job, 'batch', n_rows);
                 finished := n_rows < batch_size;
             ELSIF step = 'count' THEN
-                -- a stopped run's ranges are taken up when they were drawn from the same
-                -- rows (source, key, filter) under this version; else the run plans anew
+                -- a stopped run's ranges are taken up (and drawn on) when they were
+                -- drawn from the same rows (source, key, filter) under this version;
+                -- else the run plans anew
                 plan := concat_ws(' ', src, key, filter);
-                IF EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job AND NOT x.done)
-                   AND NOT EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job AND NOT x.done
+                IF EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job
+                              AND (NOT x.done OR x.hi IS NOT NULL AND x.range_no =
+                                   (SELECT max(y.range_no) FROM treeshap.job_range y WHERE y.job = job)))
+                   AND NOT EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job
                                       AND (x.model_version <> version OR x.plan <> plan)) THEN
-                    SELECT sum(x.rows_planned) INTO n_rows FROM treeshap.job_range x
-                     WHERE x.job = job AND NOT x.done;
+                    -- the rows to do are unknown while ranges are left to draw
+                    n_rows := NULL;
+                    IF (SELECT x.hi FROM treeshap.job_range x WHERE x.job = job
+                         ORDER BY x.range_no DESC LIMIT 1) IS NULL THEN
+                        SELECT sum(x.rows_planned) INTO n_rows FROM treeshap.job_range x
+                         WHERE x.job = job AND NOT x.done;
+                    ELSE
+                        draw_rows := batch_size;
+                    END IF;
                 ELSE
                     -- a target without rows of this version is written without reading it
-                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
-                       INTO pending;
-                    n_rows := treeshap._job_plan(job, version, key,
-                        treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending, plan);
+                    pending := false;
+                    IF NOT created THEN
+                        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
+                           INTO pending;
+                    END IF;
+                    IF pending OR NOT coalesce(treeshap._key_splits(source, key_column), false) THEN
+                        n_rows := treeshap._job_plan(job, version, key,
+                            treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending, plan);
+                    ELSE
+                        -- ranges of a keyed table are drawn as the run goes (_job_draw)
+                        DELETE FROM treeshap.job_range x WHERE x.job = job;
+                        n_rows := NULL;
+                        draw_rows := batch_size;
+                    END IF;
                 END IF;
                 PERFORM treeshap._job_update(job, 'count', n_rows);
                 -- wide rows go straight into a plain target, as COPY writes them
@@ -917,15 +1024,22 @@ BEGIN
                 step := 'work';
             ELSIF step = 'work' THEN
                 PERFORM treeshap._job_workers(n_workers, job, model, layout, src, key, columns, filter, tgt,
-                                              version, key_name, key_coll, bulk);
+                                              version, key_name, key_coll, bulk, draw_rows, plan);
                 step := 'rest';
+            ELSIF step = 'rest' THEN
+                -- what no worker finished, one range per transaction; then what is left to draw
+                IF treeshap._job_run_range(job, model, layout, src, key, columns, filter, tgt,
+                                           version, key_name, key_coll, true, bulk) IS NULL THEN
+                    step := 'draw';
+                END IF;
             ELSE
-                finished := treeshap._job_run_range(job, model, layout, src, key, columns, filter, tgt,
-                                                    version, key_name, key_coll, true, bulk) IS NULL;
+                finished := NOT treeshap._job_draw(job, version, src, key, filter, key_name, draw_rows, plan);
+                step := 'rest';
             END IF;
             IF finished THEN
-                IF NOT keep_old_versions THEN
+                IF NOT keep_old_versions AND (SELECT j.old_versions FROM treeshap.job_store j WHERE j.job = job) THEN
                     EXECUTE format('DELETE FROM %s WHERE model_version <> %s', tgt, version);
+                    UPDATE treeshap.job_store j SET old_versions = false WHERE j.job = job;
                 END IF;
                 PERFORM treeshap._job_update(job, 'done');
             END IF;

@@ -356,7 +356,7 @@ RESET treeshap.job_workers;
 SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 'tmp_houses', 't09.tmp_shap2', workers => 2)$$, '0A000',
                  'explain_into cannot run in workers with a temporary source or target',
                  'workers with a temporary source are refused');
-SELECT throws_ok($$SELECT treeshap._job_workers(2, 1, 'm', 'wide', 's', 'k', 'c', NULL, 't', 1, 'bigint', '', true)$$,
+SELECT throws_ok($$SELECT treeshap._job_workers(2, 1, 'm', 'wide', 's', 'k', 'c', NULL, 't', 1, 'bigint', '', true, 500, 'p')$$,
                  '55000', 'explain_into''s workers start only inside explain_into', 'workers start only inside explain_into');
 -- the bulk writer takes only what INSERT would take the same way
 CREATE TABLE t09.text_base (row_key integer NOT NULL, output integer NOT NULL, base_value text NOT NULL,

@@ -36,8 +36,8 @@ PG_FUNCTION_INFO_V1(treeshap_job_workers_wanted);
 /* How long a stopping leader waits for its workers to end. */
 #define TS_JOB_STOP_WAIT_MS 1000
 
-/* treeshap._job_workers' arguments that travel as text: model, layout, source, key, columns, filter, target, key type, key collation. */
-static const int text_args[TS_JOB_TEXT_ARGS] = {2, 3, 4, 5, 6, 7, 8, 10, 11};
+/* treeshap._job_workers' arguments that travel as text: model, layout, source, key, columns, filter, target, key type, key collation, plan. */
+static const int text_args[TS_JOB_TEXT_ARGS] = {2, 3, 4, 5, 6, 7, 8, 10, 11, 14};
 
 /* The workers of the run in progress, for the exit callback. */
 static BackgroundWorkerHandle *running[TS_JOB_MAX_WORKERS];
@@ -118,6 +118,7 @@ fill_shared(FunctionCallInfo fcinfo, dsm_segment *seg, int nworkers, Size settin
 	sh->job = PG_GETARG_INT64(1);
 	sh->version = PG_GETARG_INT64(9);
 	sh->bulk = PG_GETARG_BOOL(12);
+	sh->range_rows = PG_GETARG_INT32(13);
 	/* the workers share the leader's threads: a CPU-only server's cores bound them all */
 	sh->cpu_threads = Max(1, ts_cpu_threads_now() / nworkers);
 	next = (char *) &sh->slots[nworkers];
@@ -221,9 +222,10 @@ watch_workers(TsJobShared *sh)
 
 /*
  * treeshap._job_workers(workers, job, model, layout, source, key, columns,
- * filter, target, version, key_type, key_collation, bulk) returns int: up
- * to `workers` background workers run treeshap._job_run_range with these
- * arguments, one range per transaction, until no range is left; the number
+ * filter, target, version, key_type, key_collation, bulk, range_rows, plan)
+ * returns int: up to `workers` background workers run treeshap._job_run_range
+ * with these arguments, one range per transaction, and treeshap._job_draw when
+ * no range is left to claim, until none is left to draw; the number
  * that started (0: none could, the caller runs the ranges itself). Only a
  * session that holds an explain_into run's lock starts them.
  */
@@ -244,10 +246,10 @@ treeshap_job_workers(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("workers must be between 0 and %d, not %d", TS_JOB_MAX_WORKERS, asked)));
-	if (PG_ARGISNULL(1) || PG_ARGISNULL(9) || PG_ARGISNULL(12))
+	if (PG_ARGISNULL(1) || PG_ARGISNULL(9) || PG_ARGISNULL(12) || PG_ARGISNULL(13) || PG_ARGISNULL(14))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the job, version and bulk of explain_into's workers must not be null")));
+				 errmsg("the job, version, bulk, range rows and plan of explain_into's workers must not be null")));
 	if (!exit_callback_set)
 	{
 		before_shmem_exit(stop_workers_at_exit, (Datum) 0);

@@ -5,8 +5,9 @@
  * role, user and security context, as PostgreSQL's parallel workers do, so
  * every privilege check and row level security policy sees the caller. Then
  * it runs treeshap._job_run_range with the run's arguments, one transaction
- * per range, until no range is left, the leader says stop, or the leader is
- * gone.
+ * per range, and treeshap._job_draw (a transaction of its own) when no range
+ * is left to claim, until none is left to draw, the leader says stop, or the
+ * leader is gone.
  */
 #include "postgres.h"
 
@@ -37,59 +38,118 @@ static const char range_statement[] =
 	"SELECT treeshap._job_run_range($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, false, $12)";
 #define RANGE_ARGS 12
 
-/* The statement's arguments from the segment: job, the texts (version among them), bulk. */
-static void
-range_arguments(TsJobShared *sh, Oid *types, Datum *values, char *nulls)
-{
-	int			a = 0;
+/* The next range of the run, drawn in a transaction of its own. */
+static const char draw_statement[] =
+	"SELECT treeshap._job_draw($1, $2, $3, $4, $5, $6, $7, $8)";
+#define DRAW_ARGS 8
 
-	types[0] = INT8OID;
-	values[0] = Int64GetDatum(sh->job);
-	nulls[0] = ' ';
-	for (int t = 0; t < TS_JOB_TEXT_ARGS; t++)
-	{
-		a = t < 7 ? t + 1 : t + 2;	/* the version comes after the seventh text */
-		types[a] = TEXTOID;
-		nulls[a] = sh->arg_null[t] ? 'n' : ' ';
-		values[a] = sh->arg_null[t] ? (Datum) 0 : CStringGetTextDatum((char *) sh + sh->arg_offset[t]);
-	}
-	types[8] = INT8OID;
-	values[8] = Int64GetDatum(sh->version);
-	nulls[8] = ' ';
-	types[11] = BOOLOID;
-	values[11] = BoolGetDatum(sh->bulk);
-	nulls[11] = ' ';
+/* The run's total while its ranges are drawn (the first worker, before its first range). */
+static const char count_statement[] =
+	"SELECT treeshap._job_count($1, $2, $3, $4, $5, $6)";
+#define COUNT_ARGS 6
+
+/* One statement of the worker and its arguments. */
+typedef struct WorkerStatement
+{
+	const char *sql;
+	int			nargs;
+	Oid			types[RANGE_ARGS];
+	Datum		values[RANGE_ARGS];
+	char		nulls[RANGE_ARGS];
+} WorkerStatement;
+
+/* Set argument a of a statement. */
+static void
+set_argument(WorkerStatement *st, int a, Oid type, Datum value, bool isnull)
+{
+	st->types[a] = type;
+	st->values[a] = isnull ? (Datum) 0 : value;
+	st->nulls[a] = isnull ? 'n' : ' ';
+}
+
+/* Set argument a of a statement to the segment's text argument t. */
+static void
+set_text_argument(WorkerStatement *st, int a, TsJobShared *sh, int t)
+{
+	set_argument(st, a, TEXTOID,
+				 sh->arg_null[t] ? (Datum) 0 : CStringGetTextDatum((char *) sh + sh->arg_offset[t]),
+				 sh->arg_null[t]);
+}
+
+/* The range statement from the segment: job, the texts (version after the seventh), bulk. */
+static void
+range_arguments(TsJobShared *sh, WorkerStatement *st)
+{
+	st->sql = range_statement;
+	st->nargs = RANGE_ARGS;
+	set_argument(st, 0, INT8OID, Int64GetDatum(sh->job), false);
+	for (int t = 0; t < TS_JOB_ARG_PLAN; t++)
+		set_text_argument(st, t < 7 ? t + 1 : t + 2, sh, t);
+	set_argument(st, 8, INT8OID, Int64GetDatum(sh->version), false);
+	set_argument(st, 11, BOOLOID, BoolGetDatum(sh->bulk), false);
+}
+
+/* The draw statement from the segment: job, version, source, key, filter, key type, range rows, plan. */
+static void
+draw_arguments(TsJobShared *sh, WorkerStatement *st)
+{
+	st->sql = draw_statement;
+	st->nargs = DRAW_ARGS;
+	set_argument(st, 0, INT8OID, Int64GetDatum(sh->job), false);
+	set_argument(st, 1, INT8OID, Int64GetDatum(sh->version), false);
+	set_text_argument(st, 2, sh, TS_JOB_ARG_SOURCE);
+	set_text_argument(st, 3, sh, TS_JOB_ARG_KEY);
+	set_text_argument(st, 4, sh, TS_JOB_ARG_FILTER);
+	set_text_argument(st, 5, sh, TS_JOB_ARG_KEY_TYPE);
+	set_argument(st, 6, INT4OID, Int32GetDatum(sh->range_rows), false);
+	set_text_argument(st, 7, sh, TS_JOB_ARG_PLAN);
+}
+
+/* The count statement from the segment: job, source, key, filter, key type, range rows. */
+static void
+count_arguments(TsJobShared *sh, WorkerStatement *st)
+{
+	st->sql = count_statement;
+	st->nargs = COUNT_ARGS;
+	set_argument(st, 0, INT8OID, Int64GetDatum(sh->job), false);
+	set_text_argument(st, 1, sh, TS_JOB_ARG_SOURCE);
+	set_text_argument(st, 2, sh, TS_JOB_ARG_KEY);
+	set_text_argument(st, 3, sh, TS_JOB_ARG_FILTER);
+	set_text_argument(st, 4, sh, TS_JOB_ARG_KEY_TYPE);
+	set_argument(st, 5, INT4OID, Int32GetDatum(sh->range_rows), false);
 }
 
 /*
- * Run one range in its own transaction; whether one was claimed. The user
- * and security context are the caller's inside the transaction only: a
- * transaction starts from a context of none.
+ * Run a statement in its own transaction; whether its one value is neither
+ * null nor false (a range claimed, a range drawn). The user and security
+ * context are the caller's inside the transaction only: a transaction starts
+ * from a context of none.
  */
 static bool
-run_one_range(TsJobShared *sh, Oid *types, Datum *values, char *nulls)
+run_statement(TsJobShared *sh, WorkerStatement *st)
 {
-	bool		claimed;
+	Datum		value;
 	bool		isnull;
+	bool		result;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SetUserIdAndSecContext(sh->current_user, sh->sec_context);
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, range_statement);
+	pgstat_report_activity(STATE_RUNNING, st->sql);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(range_statement, RANGE_ARGS, types, values, nulls, false, 1) != SPI_OK_SELECT ||
+	if (SPI_execute_with_args(st->sql, st->nargs, st->types, st->values, st->nulls, false, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
-		elog(ERROR, "the range statement of an explain_into worker returned no row");
-	(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	claimed = !isnull;
+		elog(ERROR, "a statement of an explain_into worker returned no row");
+	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	result = !isnull && (TupleDescAttr(SPI_tuptable->tupdesc, 0)->atttypid != BOOLOID || DatumGetBool(value));
 	SPI_finish();
 	PopActiveSnapshot();
 	SetUserIdAndSecContext(sh->current_user, 0);
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	return claimed;
+	return result;
 }
 
 /* Whether the leader still runs and wants more ranges. */
@@ -153,9 +213,9 @@ ts_job_worker_main(Datum arg)
 	TsJobShared *sh;
 	TsJobWorkerSlot *slot;
 	int			index;
-	Oid			types[RANGE_ARGS];
-	Datum		values[RANGE_ARGS];
-	char		nulls[RANGE_ARGS];
+	WorkerStatement range;
+	WorkerStatement draw;
+	WorkerStatement count;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -172,9 +232,18 @@ ts_job_worker_main(Datum arg)
 	PG_TRY();
 	{
 		become_the_caller(sh);
-		range_arguments(sh, types, values, nulls);
-		while (leader_wants_more(sh) && run_one_range(sh, types, values, nulls))
-			slot->ranges++;
+		range_arguments(sh, &range);
+		draw_arguments(sh, &draw);
+		count_arguments(sh, &count);
+		if (index == 0)
+			(void) run_statement(sh, &count);
+		while (leader_wants_more(sh))
+		{
+			if (run_statement(sh, &range))
+				slot->ranges++;
+			else if (!run_statement(sh, &draw))
+				break;
+		}
 	}
 	PG_CATCH();
 	{

@@ -13,8 +13,13 @@
 /* At most this many workers for one run. */
 #define TS_JOB_MAX_WORKERS 64
 
-/* treeshap._job_run_range's arguments after the job (text, as SQL passes them), then version and bulk. */
-#define TS_JOB_TEXT_ARGS 9
+/* treeshap._job_workers' text arguments: _job_run_range's after the job, then the plan. */
+#define TS_JOB_TEXT_ARGS 10
+#define TS_JOB_ARG_SOURCE 2
+#define TS_JOB_ARG_KEY 3
+#define TS_JOB_ARG_FILTER 5
+#define TS_JOB_ARG_KEY_TYPE 7
+#define TS_JOB_ARG_PLAN 9
 
 /* A worker's state, written by the worker, read by the leader. */
 typedef enum TsJobWorkerState
@@ -51,6 +56,7 @@ typedef struct TsJobShared
 	int64		job;
 	int64		version;
 	bool		bulk;
+	int32		range_rows;		/* keys per range a worker draws */
 	int			cpu_threads;	/* each worker's share of the leader's threads */
 	bool		arg_null[TS_JOB_TEXT_ARGS];
 	Size		arg_offset[TS_JOB_TEXT_ARGS];	/* NUL-terminated texts */
