@@ -554,7 +554,9 @@ $$;
 -- without reading the target; otherwise each range skips the rows it holds.
 -- Over a table keyed by a unique index, the workers draw the ranges as they go
 -- (each the next batch_size keys of the index after the last range's end), so no
--- one reads the whole key column before the first row is written.
+-- one reads the whole key column before the first row is written. A parallel
+-- run's progress is its ranges' (treeshap.jobs sums them): a row of job_store
+-- updated by every range would make the workers wait for each other's commits.
 CREATE TABLE treeshap.job_range (
     job           bigint NOT NULL REFERENCES treeshap.job_store ON DELETE CASCADE,
     range_no      integer NOT NULL,
@@ -566,6 +568,7 @@ CREATE TABLE treeshap.job_range (
     rows_done     bigint,
     done          boolean NOT NULL DEFAULT false,
     done_by       integer,      -- the pid of the worker (or leader) that wrote it
+    done_at       timestamptz,
     plan          text NOT NULL, -- what the rows were drawn from: a resumed run must draw the same
     owner         name NOT NULL DEFAULT current_user,
     PRIMARY KEY (job, range_no)
@@ -598,18 +601,25 @@ ALTER TABLE treeshap.job_store ADD COLUMN old_versions boolean NOT NULL DEFAULT 
 CREATE OR REPLACE VIEW treeshap.jobs AS
 SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
        CASE WHEN j.state = 'running' AND NOT l.held THEN 'failed' ELSE j.state END AS state,
-       j.rows_done, j.rows_total,
-       round((j.rows_done / NULLIF(extract(epoch FROM j.last_batch_at - j.started_at), 0))::numeric, 1)
+       p.rows_done, j.rows_total,
+       round((p.rows_done / NULLIF(extract(epoch FROM p.last_batch_at - j.started_at), 0))::numeric, 1)
            AS rows_per_second,
-       j.batches, j.runs, j.started_at, j.last_batch_at, j.finished_at,
+       p.batches, j.runs, j.started_at, p.last_batch_at, j.finished_at,
        CASE WHEN j.state = 'running' AND NOT l.held
             THEN 'interrupted: the backend running the job ended before it finished'
             ELSE j.error END AS error,
        j.pid, j.workers, r.ranges_done, r.ranges_total
   FROM treeshap.job_store j,
        LATERAL (SELECT coalesce(treeshap._job_lock_holder(j.target) = j.pid, false) AS held) l,
-       LATERAL (SELECT count(*) FILTER (WHERE x.done) AS ranges_done, count(*) AS ranges_total
-                  FROM treeshap.job_range x WHERE x.job = j.job AND x.model_version = j.model_version) r;
+       LATERAL (SELECT count(*) FILTER (WHERE x.done) AS ranges_done, count(*) AS ranges_total,
+                       coalesce(sum(x.rows_done) FILTER (WHERE x.done_at >= j.started_at), 0)::bigint AS run_rows,
+                       count(*) FILTER (WHERE x.done_at >= j.started_at) AS run_ranges,
+                       max(x.done_at) FILTER (WHERE x.done_at >= j.started_at) AS run_last
+                  FROM treeshap.job_range x WHERE x.job = j.job AND x.model_version = j.model_version) r,
+       -- a run with workers counts its ranges, one in this session alone its batches
+       LATERAL (SELECT CASE WHEN j.workers > 0 THEN r.run_rows ELSE j.rows_done END AS rows_done,
+                       CASE WHEN j.workers > 0 THEN r.run_ranges ELSE j.batches END AS batches,
+                       CASE WHEN j.workers > 0 THEN r.run_last ELSE j.last_batch_at END AS last_batch_at) p;
 
 /* The workers a run uses: the argument, else treeshap.job_workers (auto: one per core, up to half of max_worker_processes). */
 CREATE FUNCTION treeshap._job_workers_wanted(workers integer)
@@ -667,6 +677,26 @@ BEGIN
 END
 $$;
 
+/* The rows of a job's drawn ranges for the run started at `since`: those it wrote, and those it is to write. */
+CREATE FUNCTION treeshap._job_range_rows(job bigint, since timestamptz)
+RETURNS bigint
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(sum(CASE WHEN x.done THEN x.rows_done ELSE x.rows_planned END), 0)::bigint
+      FROM treeshap.job_range x
+     WHERE x.job = _job_range_rows.job AND (NOT x.done OR x.done_at >= since);
+$$;
+
+/* A run with workers ends: its ranges' progress goes into job_store, as a run in one session keeps it. */
+CREATE FUNCTION treeshap._job_fold(job bigint)
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    UPDATE treeshap.job_store j SET rows_done = v.rows_done, batches = v.batches, last_batch_at = v.last_batch_at
+      FROM treeshap.jobs v
+     WHERE j.job = _job_fold.job AND v.job = j.job AND j.workers > 0;
+$$;
+
 /* Draw the job's next range, in a transaction of its own (others claim it once it
    commits): the next range_rows keys of the source after the last range's end,
    found through the key's index. Whether one was drawn: false once a range open
@@ -695,7 +725,8 @@ BEGIN
     rows_from := treeshap._range_rows(source, key, filter, NULL, version, false)
                  || CASE WHEN last.hi IS NULL THEN ''
                          ELSE format(' AND s.%s >= %L::%s', key, last.hi, key_type) END;
-    EXECUTE format('SELECT to_json(s.%s) #>> ''{}'' %s ORDER BY s.%s OFFSET %s LIMIT 1',
+    -- the bound is made text once, not for each key the offset passes
+    EXECUTE format('SELECT to_json(x.k) #>> ''{}'' FROM (SELECT s.%s AS k %s ORDER BY s.%s OFFSET %s LIMIT 1) x',
                    key, rows_from, key, range_rows)
        INTO hi;
     IF hi IS NULL THEN
@@ -705,9 +736,7 @@ BEGIN
     VALUES (job, coalesce(last.range_no, 0) + 1, version, last.hi, hi, false, coalesce(n, range_rows), plan);
     -- the last range tells the run's total: what it wrote so far and what is left
     IF hi IS NULL THEN
-        UPDATE treeshap.job_store j
-           SET rows_total = j.rows_done + (SELECT sum(x.rows_planned) FROM treeshap.job_range x
-                                            WHERE x.job = _job_draw.job AND NOT x.done)
+        UPDATE treeshap.job_store j SET rows_total = treeshap._job_range_rows(j.job, j.started_at)
          WHERE j.job = _job_draw.job;
     END IF;
     RETURN true;
@@ -727,11 +756,11 @@ BEGIN
     IF range_rows < 1 THEN
         RETURN false;
     END IF;
-    EXECUTE format('UPDATE treeshap.job_store j SET rows_total = j.rows_done + r.planned '
+    EXECUTE format('UPDATE treeshap.job_store j SET rows_total = treeshap._job_range_rows(j.job, j.started_at) '
                    '+ (SELECT count(*) %s AND (r.last IS NULL OR s.%s >= r.last::%s)) '
-                   'FROM (SELECT coalesce(sum(x.rows_planned) FILTER (WHERE NOT x.done), 0) AS planned, '
-                   '(SELECT y.hi FROM treeshap.job_range y WHERE y.job = $1 ORDER BY y.range_no DESC LIMIT 1) AS last, '
-                   'count(*) > 0 AS drawn FROM treeshap.job_range x WHERE x.job = $1) r '
+                   'FROM (SELECT (SELECT y.hi FROM treeshap.job_range y WHERE y.job = $1 '
+                   'ORDER BY y.range_no DESC LIMIT 1) AS last, '
+                   'EXISTS (SELECT FROM treeshap.job_range x WHERE x.job = $1) AS drawn) r '
                    'WHERE j.job = $1 AND j.rows_total IS NULL AND NOT (r.drawn AND r.last IS NULL)',
                    treeshap._range_rows(source, key, filter, NULL, NULL, false), key, key_type)
       USING job;
@@ -791,11 +820,9 @@ BEGIN
            INTO n, last;
     END IF;
     PERFORM treeshap._check_version(model, version);
-    UPDATE treeshap.job_range x SET done = true, rows_done = n, done_by = pg_backend_pid()
+    UPDATE treeshap.job_range x SET done = true, rows_done = n, done_by = pg_backend_pid(),
+                                    done_at = clock_timestamp()
      WHERE x.job = r.job AND x.range_no = r.range_no;
-    UPDATE treeshap.job_store j SET rows_done = j.rows_done + n, batches = j.batches + 1,
-                                    last_batch_at = clock_timestamp()
-     WHERE j.job = _job_run_range.job;
     RETURN n;
 END
 $$;
@@ -1041,6 +1068,7 @@ BEGIN
                     EXECUTE format('DELETE FROM %s WHERE model_version <> %s', tgt, version);
                     UPDATE treeshap.job_store j SET old_versions = false WHERE j.job = job;
                 END IF;
+                PERFORM treeshap._job_fold(job);
                 PERFORM treeshap._job_update(job, 'done');
             END IF;
         EXCEPTION WHEN OTHERS OR query_canceled THEN
@@ -1052,6 +1080,7 @@ BEGIN
     END LOOP;
 
     IF err_state IS NOT NULL THEN
+        PERFORM treeshap._job_fold(job);
         PERFORM treeshap._job_update(job, 'failed', error => err_msg);
     END IF;
     PERFORM treeshap._job_unlock();
