@@ -39,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(86);
+SELECT plan(90);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -269,6 +269,15 @@ SELECT results_eq($$SELECT state, rows_done, rows_total, batches, workers, range
 SELECT ok((SELECT bool_and(r.done_by <> pg_backend_pid() AND r.rows_done <= 500) AND sum(r.rows_done) = 3005
              FROM treeshap.job_range r JOIN t09.job('t09.par') j USING (job)),
           'every range was written by a worker, not by the calling session');
+SELECT results_eq($$SELECT r.lo, r.hi, r.rows_planned FROM treeshap.job_range r JOIN t09.job('t09.par') j USING (job)
+                    ORDER BY r.range_no$$,
+                  $$SELECT CASE WHEN n > 1 THEN k::text END, lead(k::text) OVER (ORDER BY n),
+                           least(500, 3005 - (n - 1))::bigint
+                      FROM (SELECT id AS k, row_number() OVER (ORDER BY id) AS n FROM t09.houses) x
+                     WHERE (n - 1) % 500 = 0 ORDER BY n$$,
+                  'the workers drew the ranges as they went: each the next 500 keys after the last');
+SELECT is((SELECT j.old_versions FROM treeshap.job_store j WHERE j.target = 't09.par'), false,
+          'a target the job created holds no other version: the run does not look for one');
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.par', batch_size => 500, workers => 2);
 SELECT results_eq($$SELECT state, rows_done, rows_total FROM t09.job('t09.par')$$,
                   $$VALUES ('done'::text, 0::bigint, 0::bigint)$$, 'with workers: a second run finds nothing to do');
@@ -279,6 +288,15 @@ SELECT results_eq($$SELECT rows_done, rows_total FROM t09.job('t09.par')$$,
                   $$VALUES (2::bigint, 2::bigint)$$, 'with workers: a run after inserts explains exactly the new rows');
 SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.par',
               'SELECT * FROM t09.wide', 'and the target equals explain_shap_wide again');
+-- a target made by hand may hold any version: the first run deletes the others at its end
+SELECT treeshap._target_ddl('t09.adopted', 'wide', 'integer', '') AS ddl \gset
+:ddl;
+INSERT INTO t09.adopted (row_key, output, base_value, shap_values, model_version) VALUES (3, 0, 0, '{0}', -1);
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.adopted', batch_size => 500, workers => 2);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.adopted',
+              'SELECT * FROM t09.wide', 'an adopted target: another version''s rows are gone at the run''s end');
+SELECT is((SELECT j.old_versions FROM treeshap.job_store j WHERE j.target = 't09.adopted'), false,
+          'and the job knows the target holds one version now');
 SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.x', workers => -1)$$, '22023',
                  'workers must be between 0 and 64, not -1', 'negative workers are refused');
 SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.dup', 't09.x', workers => 2)$$, '42P10',
