@@ -597,6 +597,16 @@ ALTER TABLE treeshap.job_store ADD COLUMN workers integer;
 -- at its end only then (reading a target of millions of rows to find none costs
 -- as much as a tenth of writing them)
 ALTER TABLE treeshap.job_store ADD COLUMN old_versions boolean NOT NULL DEFAULT true;
+-- the target relation the flag speaks of: a target dropped and made again by hand may
+-- hold anything
+ALTER TABLE treeshap.job_store ADD COLUMN target_oid oid;
+-- explain_into(..., follow => true): see "Following the data" below
+ALTER TABLE treeshap.job_store ADD COLUMN follow boolean NOT NULL DEFAULT false;
+-- whether the target is the source's explanation under model_version but for the keys the
+-- change log holds: set when a followed run's pass over the source ends
+ALTER TABLE treeshap.job_store ADD COLUMN in_step boolean NOT NULL DEFAULT false;
+ALTER TABLE treeshap.job_store ADD COLUMN rows_changed bigint NOT NULL DEFAULT 0;
+ALTER TABLE treeshap.job_store ADD COLUMN rows_removed bigint NOT NULL DEFAULT 0;
 
 CREATE OR REPLACE VIEW treeshap.jobs AS
 SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
@@ -608,7 +618,7 @@ SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
        CASE WHEN j.state = 'running' AND NOT l.held
             THEN 'interrupted: the backend running the job ended before it finished'
             ELSE j.error END AS error,
-       j.pid, j.workers, r.ranges_done, r.ranges_total
+       j.pid, j.workers, r.ranges_done, r.ranges_total, j.follow, j.rows_changed, j.rows_removed
   FROM treeshap.job_store j,
        LATERAL (SELECT coalesce(treeshap._job_lock_holder(j.target) = j.pid, false) AS held) l,
        LATERAL (SELECT count(*) FILTER (WHERE x.done) AS ranges_done, count(*) AS ranges_total,
@@ -616,10 +626,13 @@ SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
                        count(*) FILTER (WHERE x.done_at >= j.started_at) AS run_ranges,
                        max(x.done_at) FILTER (WHERE x.done_at >= j.started_at) AS run_last
                   FROM treeshap.job_range x WHERE x.job = j.job AND x.model_version = j.model_version) r,
-       -- a run with workers counts its ranges, one in this session alone its batches
-       LATERAL (SELECT CASE WHEN j.workers > 0 THEN r.run_rows ELSE j.rows_done END AS rows_done,
-                       CASE WHEN j.workers > 0 THEN r.run_ranges ELSE j.batches END AS batches,
-                       CASE WHEN j.workers > 0 THEN r.run_last ELSE j.last_batch_at END AS last_batch_at) p;
+       -- a running run with workers counts its ranges (its end writes them into job_store),
+       -- one in this session alone its batches
+       LATERAL (SELECT j.workers > 0 AND j.state = 'running' AS by_ranges) w,
+       LATERAL (SELECT CASE WHEN w.by_ranges THEN r.run_rows + j.rows_done ELSE j.rows_done END AS rows_done,
+                       CASE WHEN w.by_ranges THEN r.run_ranges + j.batches ELSE j.batches END AS batches,
+                       CASE WHEN w.by_ranges THEN greatest(r.run_last, j.last_batch_at)
+                            ELSE j.last_batch_at END AS last_batch_at) p;
 
 /* The workers a run uses: the argument, else treeshap.job_workers (auto: one per core, up to half of max_worker_processes). */
 CREATE FUNCTION treeshap._job_workers_wanted(workers integer)
@@ -731,6 +744,10 @@ BEGIN
        INTO hi;
     IF hi IS NULL THEN
         EXECUTE 'SELECT count(*) ' || rows_from INTO n;
+    ELSIF hi = last.hi THEN
+        -- more than range_rows rows share a key: an empty range would be drawn forever
+        RAISE EXCEPTION 'column % of % is not a unique key', key, source
+              USING ERRCODE = 'unique_violation';
     END IF;
     INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned, plan)
     VALUES (job, coalesce(last.range_no, 0) + 1, version, last.hi, hi, false, coalesce(n, range_rows), plan);
@@ -828,7 +845,8 @@ END
 $$;
 
 /* Whether a parallel run can split the source by its key: for a table, whether
-   the key has a unique index of its own (the ranges are found through it); NULL
+   the key has a valid unique index of its own, in the column's collation (the
+   ranges are found through it); NULL
    for a view or any other source, which is taken as it is. */
 CREATE FUNCTION treeshap._key_splits(source regclass, key_column text)
 RETURNS boolean
@@ -837,9 +855,161 @@ AS $$
     SELECT CASE WHEN c.relkind IN ('r', 'm', 'p') THEN EXISTS (
                SELECT 1 FROM pg_index i
                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                WHERE i.indrelid = source AND i.indisunique AND i.indpred IS NULL
-                  AND i.indnkeyatts = 1 AND i.indexprs IS NULL AND a.attname = key_column) END
+                WHERE i.indrelid = source AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+                  AND i.indnkeyatts = 1 AND i.indexprs IS NULL AND a.attname = key_column
+                  -- unique as the ranges compare keys: in the column's collation
+                  AND i.indcollation[0] = a.attcollation) END
       FROM pg_class c WHERE c.oid = source;
+$$;
+
+-- Following the data -------------------------------------------------------------
+-- explain_into(..., follow => true) keeps the target equal to the source. Its first
+-- run puts statement triggers on the source (as the caller, who must own it) that log
+-- the keys every INSERT, UPDATE (old and new keys) and DELETE touches, and a TRUNCATE,
+-- into treeshap.job_change; each later run explains those keys again from the source as
+-- it is then, removes the rows of keys the source lost, and consumes their log rows in
+-- the same transaction, so a killed run leaves the log to the next. Work is
+-- proportional to what changed: a run after a completed run of the same version reads
+-- nothing else.
+CREATE TABLE treeshap.job_change (
+    job  bigint NOT NULL,       -- no reference: a trigger must never fail a change to the source
+    seq  bigint GENERATED ALWAYS AS IDENTITY,
+    key  text,                  -- the key as JSON writes it; NULL: the source was truncated
+    PRIMARY KEY (job, seq)
+);
+COMMENT ON TABLE treeshap.job_change IS 'keys changed in a followed source since its explain_into job consumed them';
+ALTER TABLE treeshap.job_change ENABLE ROW LEVEL SECURITY;
+-- whoever may change a followed source logs its keys; only the job's owner reads the
+-- log (the keys are the source's) and consumes it
+CREATE POLICY change_log ON treeshap.job_change FOR INSERT WITH CHECK (true);
+CREATE POLICY change_read ON treeshap.job_change FOR SELECT USING (treeshap._owns_job(job));
+CREATE POLICY change_done ON treeshap.job_change FOR DELETE USING (treeshap._owns_job(job));
+GRANT SELECT, INSERT, DELETE ON treeshap.job_change TO PUBLIC;
+
+
+/* The triggers of a followed source: the keys a statement inserted, updated (old and
+   new) or deleted go into the change log of the job named by the first argument (the
+   key column is the second); a TRUNCATE logs a NULL key. Runs as whoever changed the
+   source. */
+CREATE FUNCTION treeshap._job_log_changes()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        INSERT INTO treeshap.job_change (job, key) VALUES (TG_ARGV[0]::bigint, NULL);
+    ELSE
+        -- the key column's name goes in by the second format
+        EXECUTE format(format('INSERT INTO treeshap.job_change (job, key) SELECT $1, k FROM (%s) x(k) WHERE k IS NOT NULL',
+                              CASE TG_OP WHEN 'INSERT' THEN 'SELECT to_json(n.%1$I) #>> ''{}'' FROM treeshap_new n'
+                                         WHEN 'DELETE' THEN 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o'
+                                         ELSE 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o UNION '
+                                              'SELECT to_json(n.%1$I) #>> ''{}'' FROM treeshap_new n' END),
+                       TG_ARGV[1])
+        USING TG_ARGV[0]::bigint;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+/* The names of a followed job's triggers. */
+CREATE FUNCTION treeshap._job_trigger_names(job bigint)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT array_agg('treeshap_job_' || job || '_' || e ORDER BY e) FROM unnest(ARRAY['del', 'ins', 'trunc', 'upd']) e;
+$$;
+
+/* Put the change log's triggers on the source of a followed job, as the caller (the
+   source's owner); whether they were put there now (false: they were there). A source
+   that cannot carry them is an ERROR. */
+CREATE FUNCTION treeshap._job_track(job bigint, source regclass, key_column text)
+RETURNS boolean
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    names text[] := treeshap._job_trigger_names(job);
+    t     text;
+BEGIN
+    IF (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = source AND g.tgname = ANY (names)) = 4 THEN
+        RETURN false;
+    END IF;
+    PERFORM treeshap._job_untrack(job, source);
+    BEGIN
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS treeshap_new '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
+                       names[2], source, job, key_column);
+        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s REFERENCING OLD TABLE AS treeshap_old '
+                       'NEW TABLE AS treeshap_new FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
+                       names[4], source, job, key_column);
+        EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS treeshap_old '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
+                       names[1], source, job, key_column);
+        EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
+                       names[3], source, job, key_column);
+    EXCEPTION WHEN wrong_object_type OR feature_not_supported OR insufficient_privilege THEN
+        GET STACKED DIAGNOSTICS t = MESSAGE_TEXT;
+        RAISE EXCEPTION 'explain_into cannot follow the changes of %: %', source, t
+              USING ERRCODE = 'feature_not_supported',
+                    HINT = 'follow => true puts triggers on the source, which takes a table its caller owns; '
+                           'run with follow => false to append the rows the target lacks.';
+    END;
+    RETURN true;
+END
+$$;
+
+/* Take a job's triggers off its source, and forget its change log (a run that does not follow). */
+CREATE FUNCTION treeshap._job_untrack(job bigint, source regclass)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t text;
+BEGIN
+    FOR t IN SELECT g.tgname FROM pg_trigger g
+              WHERE g.tgrelid = source AND g.tgname = ANY (treeshap._job_trigger_names(job)) LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', t, source);
+    END LOOP;
+    DELETE FROM treeshap.job_change c WHERE c.job = _job_untrack.job;
+END
+$$;
+
+/* One batch of a followed job's change log, in the caller's transaction: the target's
+   rows of the logged keys are explained again from the source as it is now, or removed
+   where the source no longer has them, and the log rows read are consumed. The source
+   rows explained and the keys removed; NULLs when the log is empty. */
+CREATE FUNCTION treeshap._job_apply_changes(job bigint, model text, layout text, source text, key text,
+                                            columns text, filter text, target text, version bigint,
+                                            key_type text, key_collation text, batch_rows integer,
+                                            OUT explained bigint, OUT removed bigint)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    seqs  bigint[];
+    keys  text;
+    last  text;
+BEGIN
+    SELECT array_agg(c.seq), format('%L::%s[]', array_agg(DISTINCT c.key) FILTER (WHERE c.key IS NOT NULL), key_type)
+      INTO seqs, keys
+      FROM (SELECT c.seq, c.key FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job
+             ORDER BY c.seq LIMIT batch_rows) c;
+    IF seqs IS NULL THEN
+        RETURN;
+    END IF;
+    EXECUTE format('WITH d AS (DELETE FROM %1$s t WHERE t.row_key = ANY (%2$s) AND t.model_version = %3$s '
+                   'AND NOT EXISTS (SELECT FROM %4$s s WHERE s.%5$s = t.row_key AND (%6$s)) RETURNING t.row_key) '
+                   'SELECT count(DISTINCT row_key) FROM d',
+                   target, keys, version, source, key, coalesce(filter, 'true'))
+       INTO removed;
+    EXECUTE format('DELETE FROM %s t WHERE t.row_key = ANY (%s) AND t.model_version = %s', target, keys, version);
+    EXECUTE treeshap._batch_sql(model, layout, target, version,
+                                format('SELECT s.%1$s, %2$s FROM %3$s s WHERE s.%1$s = ANY (%4$s) AND (%5$s)',
+                                       key, columns, source, keys, coalesce(filter, 'true')),
+                                key_type, key_collation)
+       INTO explained, last;
+    DELETE FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job AND c.seq = ANY (seqs);
+END
 $$;
 
 DROP PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean);
@@ -850,13 +1020,13 @@ CREATE PROCEDURE treeshap.explain_into(model text, source regclass, target text,
                                        batch_size integer DEFAULT 10000,
                                        features text[] DEFAULT NULL,
                                        keep_old_versions boolean DEFAULT false,
-                                       workers integer DEFAULT NULL)
+                                       workers integer DEFAULT NULL,
+                                       follow boolean DEFAULT false)
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_variable
 DECLARE
     version    bigint;
-    model_names text[];
     key_type   oid;
     key_typmod integer;
     key_coll   text := '';
@@ -873,6 +1043,9 @@ DECLARE
     pending    boolean;
     plan       text;
     draw_rows  integer := 0;
+    changes    record;
+    complete   boolean := false;
+    replaced   boolean;
     bulk       boolean;
     step       text := 'count';
     finished   boolean := false;
@@ -882,7 +1055,7 @@ DECLARE
     err_hint   text;
 BEGIN
     IF model IS NULL OR source IS NULL OR target IS NULL OR key_column IS NULL
-       OR layout IS NULL OR batch_size IS NULL OR keep_old_versions IS NULL THEN
+       OR layout IS NULL OR batch_size IS NULL OR keep_old_versions IS NULL OR follow IS NULL THEN
         RAISE EXCEPTION 'explain_into arguments other than filter, features and workers must not be NULL'
               USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -894,7 +1067,7 @@ BEGIN
         RAISE EXCEPTION 'batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     n_workers := treeshap._job_workers_wanted(workers);
-    SELECT m.version, m.feature_names INTO version, model_names
+    SELECT m.version INTO version
       FROM treeshap.model_store m WHERE m.name = explain_into.model;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object';
@@ -911,12 +1084,11 @@ BEGIN
     key_name := format_type(key_type, key_typmod);
     SELECT format('%I.%I', n.nspname, c.relname) INTO src
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = source;
-    -- features: as given; else by name (explain matches names); else all but the key
+    -- features: as given; else every column but the key, which is never a feature (a
+    -- model with names takes its own among them, under treeshap.match_columns = name)
     IF features IS NOT NULL THEN
         SELECT string_agg('s.' || quote_ident(f), ', ' ORDER BY i) INTO columns
           FROM unnest(features) WITH ORDINALITY u(f, i);
-    ELSIF model_names IS NOT NULL THEN
-        columns := 's.*';
     ELSE
         SELECT string_agg('s.' || quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
           FROM pg_attribute a
@@ -933,6 +1105,14 @@ BEGIN
         EXECUTE treeshap._target_ddl(tgt, layout, key_name, key_coll);
     ELSE
         PERFORM treeshap._check_target(tgt::regclass, layout, key_type);
+    END IF;
+    -- following puts triggers on the source: a table the caller may put them on
+    IF follow AND ((SELECT c.relkind FROM pg_class c WHERE c.oid = source) NOT IN ('r', 'p')
+                   OR NOT has_table_privilege(source, 'TRIGGER')) THEN
+        RAISE EXCEPTION 'explain_into cannot follow the changes of %', source
+              USING ERRCODE = 'feature_not_supported',
+                    DETAIL = 'follow => true puts triggers on the source, which takes a table whose owner runs the job.',
+                    HINT = 'Run with follow => false to append the rows the target lacks.';
     END IF;
     -- workers split the source by its key: where that needs a unique index the
     -- table lacks, or where source or target is temporary (the workers are other
@@ -961,7 +1141,7 @@ BEGIN
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tgt::regclass;
     job := treeshap._job_open(model, src, tgt, layout, created);
     IF created THEN
-        UPDATE treeshap.job_store j SET old_versions = false WHERE j.job = job;
+        UPDATE treeshap.job_store j SET old_versions = false, target_oid = tgt::regclass WHERE j.job = job;
     END IF;
     -- a CALL inside a transaction block fails here, before any lock is taken
     COMMIT;
@@ -974,10 +1154,31 @@ BEGIN
     END IF;
 
     -- running (and visible to others) from here, while the rows to do are counted
-    UPDATE treeshap.job_store j SET workers = n_workers,
+    -- a followed job whose target is in step with its source under this version but for
+    -- the change log has only the log to do
+    SELECT follow AND j.in_step AND j.model_version = version AND j.target_oid = tgt::regclass,
+           NOT created AND j.target_oid IS DISTINCT FROM tgt::regclass
+      INTO complete, replaced
+      FROM treeshap.job_store j WHERE j.job = job;
+    UPDATE treeshap.job_store j SET workers = n_workers, target_oid = tgt::regclass,
            old_versions = j.old_versions OR coalesce(j.model_version <> version, false)
+                          OR j.target_oid IS DISTINCT FROM tgt::regclass,
+           follow = explain_into.follow, rows_changed = 0, rows_removed = 0
      WHERE j.job = job;
     PERFORM treeshap._job_update(job, 'start', version => version);
+    IF NOT follow THEN
+        PERFORM treeshap._job_untrack(job, source);
+        UPDATE treeshap.job_store j SET in_step = false WHERE j.job = job;
+    ELSIF treeshap._job_track(job, source, key_column) OR replaced
+          OR EXISTS (SELECT FROM treeshap.job_change c WHERE c.job = job AND c.key IS NULL) THEN
+        -- what changed while no trigger logged it, or before a TRUNCATE, is unknown: the
+        -- target is explained anew, and the run's pass covers what the log holds now
+        EXECUTE format('DELETE FROM %s WHERE model_version = %s', tgt, version);
+        DELETE FROM treeshap.job_range x WHERE x.job = job;
+        DELETE FROM treeshap.job_change c WHERE c.job = job;
+        UPDATE treeshap.job_store j SET in_step = false WHERE j.job = job;
+        complete := false;
+    END IF;
     -- a run in this session alone writes rows a parallel run's ranges may still
     -- count as missing: those ranges are forgotten
     IF n_workers = 0 THEN
@@ -991,9 +1192,22 @@ BEGIN
     -- session alone, count, then batch after batch; with workers, plan (or take up
     -- the ranges a stopped run left), work (the workers claim ranges until none is
     -- left), then rest (this session takes what no worker finished).
+    IF complete THEN
+        step := 'changes';
+    END IF;
     WHILE NOT finished LOOP
         BEGIN
-            IF step = 'count' AND n_workers = 0 THEN
+            IF step = 'changes' THEN
+                SELECT * INTO changes FROM treeshap._job_apply_changes(job, model, layout, src, key, columns, filter,
+                                                                         tgt, version, key_name, key_coll, batch_size);
+                finished := changes.explained IS NULL;
+                IF NOT finished THEN
+                    UPDATE treeshap.job_store j SET rows_changed = j.rows_changed + changes.explained,
+                                                    rows_removed = j.rows_removed + changes.removed
+                     WHERE j.job = job;
+                    PERFORM treeshap._job_update(job, 'batch', changes.explained);
+                END IF;
+            ELSIF step = 'count' AND n_workers = 0 THEN
                 EXECUTE 'SELECT count(*) ' || treeshap._pending_rows(src, key, filter, tgt, version)
                    INTO n_rows;
                 PERFORM treeshap._job_update(job, 'count', n_rows);
@@ -1063,6 +1277,12 @@ BEGIN
                 finished := NOT treeshap._job_draw(job, version, src, key, filter, key_name, draw_rows, plan);
                 step := 'rest';
             END IF;
+            -- a followed run's pass over the source is over: what changed meanwhile is next
+            IF finished AND follow AND step <> 'changes' THEN
+                UPDATE treeshap.job_store j SET in_step = true WHERE j.job = job;
+                step := 'changes';
+                finished := false;
+            END IF;
             IF finished THEN
                 IF NOT keep_old_versions AND (SELECT j.old_versions FROM treeshap.job_store j WHERE j.job = job) THEN
                     EXECUTE format('DELETE FROM %s WHERE model_version <> %s', tgt, version);
@@ -1093,5 +1313,5 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean, integer) IS
+COMMENT ON PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean, integer, boolean) IS
     'explain the source rows the target lacks for the model''s current version, one commit per batch or key range, in up to `workers` background workers';

@@ -130,7 +130,8 @@ def wait_for_batches(conn, target, thread, batches):
     seen = []
     while thread.is_alive():
         j = job(conn, target)
-        if j and j["state"] == "running" and j["batches"] >= batches:
+        # a run with workers knows its total once one of them has counted the rows
+        if j and j["state"] == "running" and j["batches"] >= batches and j["rows_total"] is not None:
             return j, seen
         if j:
             seen.append(j["rows_done"])

@@ -39,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(90);
+SELECT plan(93);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -297,10 +297,32 @@ SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.adopted'
               'SELECT * FROM t09.wide', 'an adopted target: another version''s rows are gone at the run''s end');
 SELECT is((SELECT j.old_versions FROM treeshap.job_store j WHERE j.target = 't09.adopted'), false,
           'and the job knows the target holds one version now');
+DROP TABLE t09.adopted;
+:ddl;
+INSERT INTO t09.adopted (row_key, output, base_value, shap_values, model_version) VALUES (3, 0, 0, '{0}', -1);
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.adopted', batch_size => 500, workers => 2);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.adopted',
+              'SELECT * FROM t09.wide', 'a target dropped and made again by hand is searched for other versions again');
 SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.x', workers => -1)$$, '22023',
                  'workers must be between 0 and 64, not -1', 'negative workers are refused');
 SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.dup', 't09.x', workers => 2)$$, '42P10',
                  'column "id" of t09.dup is not a unique key', 'workers on a source whose key is not unique are refused');
+CREATE TABLE t09.dup_invalid AS SELECT * FROM t09.dup;
+\set ON_ERROR_STOP 0
+CREATE UNIQUE INDEX CONCURRENTLY dup_invalid_id ON t09.dup_invalid (id);
+\set ON_ERROR_STOP 1
+SELECT throws_ok($$CALL treeshap.explain_into('t09_reg', 't09.dup_invalid', 't09.x', workers => 2)$$, '42P10',
+                 'column "id" of t09.dup_invalid is not a unique key',
+                 'the invalid unique index a failed CREATE INDEX CONCURRENTLY leaves does not split a source');
+-- the key is never a feature, also where columns are matched by position
+CREATE TABLE t09.houses_pos AS
+SELECT id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude"
+  FROM t09.houses;
+SET treeshap.match_columns = position;
+CALL treeshap.explain_into('t09_reg', 't09.houses_pos', 't09.pos', batch_size => 500, workers => 0);
+RESET treeshap.match_columns;
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.pos',
+              'SELECT * FROM t09.wide', 'match_columns = position: the columns after the key are the features');
 SET treeshap.job_workers = 2;
 CALL treeshap.explain_into('t09_reg', 't09.bad', 't09.bad_default', batch_size => 500);
 SELECT results_eq($$SELECT state, rows_done, workers FROM t09.job('t09.bad_default')$$,

@@ -1,0 +1,148 @@
+-- explain_into(..., follow => true): the target follows the source's inserts, updates
+-- (of features and of keys), deletes and truncates. After every run the target must
+-- equal a one-shot explain_shap_wide of the source as it is, bitwise (the CPU path).
+-- Rounds of random changes (setseed) between runs, in the calling session and with
+-- workers, and runs stopped mid-way (statement_timeout) whose next run finishes the work.
+-- Runs outside a transaction (explain_into commits); schema t24.
+\ir session.sql
+CREATE EXTENSION IF NOT EXISTS dblink;
+DROP SCHEMA IF EXISTS t24 CASCADE;
+CREATE SCHEMA t24;
+\set m_reg `cat test/fixtures/reg.json`
+SELECT 1 FROM treeshap.load_model('t24_reg', convert_to(:'m_reg', 'UTF8'), replace => true) \g /dev/null
+DELETE FROM treeshap.job_store WHERE target LIKE 't24.%';
+SET treeshap.device = cpu;
+
+CREATE TABLE t24.src AS
+SELECT 3 * g AS id,
+       (g * 37 % 1500) / 100.0::float8 AS "MedInc", (g * 11 % 52)::float8 AS "HouseAge",
+       2 + (g * 13 % 700) / 100.0::float8 AS "AveRooms", 1 + (g % 7) / 20.0::float8 AS "AveBedrms",
+       (g * 101 % 5000)::float8 AS "Population", 1 + (g * 17 % 400) / 100.0::float8 AS "AveOccup",
+       32.5 + (g * 29 % 900) / 100.0::float8 AS "Latitude",
+       -124.3 + (g * 31 % 1000) / 100.0::float8 AS "Longitude"
+  FROM generate_series(1, 2000) g;
+ALTER TABLE t24.src ADD PRIMARY KEY (id);
+
+-- the target as a fresh run over the source as it is now would write it
+CREATE VIEW t24.fresh AS
+SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src');
+CREATE FUNCTION t24.in_step(target regclass) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    missing bigint;
+    extra   bigint;
+BEGIN
+    EXECUTE format('SELECT (SELECT count(*) FROM (SELECT * FROM t24.fresh EXCEPT ALL '
+                   '                              SELECT row_key, output, base_value, shap_values FROM %1$s) m), '
+                   '       (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM %1$s '
+                   '                              EXCEPT ALL SELECT * FROM t24.fresh) x)', target)
+       INTO missing, extra;
+    RETURN format('missing %s, extra or different %s', missing, extra);
+END
+$$;
+-- one round of random changes: feature updates, key updates, deletes, inserts
+CREATE FUNCTION t24.mutate(seed float8) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM setseed(seed);
+    UPDATE t24.src SET "MedInc" = "MedInc" + 1 + random() * 3, "Latitude" = "Latitude" - random()
+     WHERE random() < 0.05;
+    UPDATE t24.src SET id = id + 1 WHERE id % 3 = 0 AND random() < 0.01;
+    DELETE FROM t24.src WHERE random() < 0.02;
+    INSERT INTO t24.src
+    SELECT 100000 + (random() * 1000000)::int, random() * 15, 30, 5, 1, 1000, 3, 35, -120
+      FROM generate_series(1, 20)
+    ON CONFLICT (id) DO NOTHING;
+END
+$$;
+CREATE FUNCTION t24.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
+    $$ SELECT * FROM treeshap.jobs j WHERE j.target = job.target $$;
+
+SELECT plan(21);
+
+-- a first run puts the triggers on the source and explains every row
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'first run: the target is the source''s explanation');
+SELECT results_eq($$SELECT count(*)::int FROM pg_trigger WHERE tgrelid = 't24.src'::regclass AND tgname LIKE 'treeshap_job_%'$$,
+                  ARRAY[4], 'follow => true puts four triggers on the source (insert, update, delete, truncate)');
+SELECT results_eq($$SELECT follow, rows_done FROM t24.job('t24.tgt')$$, $$VALUES (true, 2000::bigint)$$,
+                  'jobs: the job follows its source');
+
+-- features updated, a key updated, a row deleted, a row inserted
+UPDATE t24.src SET "MedInc" = "MedInc" + 5, "Latitude" = "Latitude" - 3 WHERE id IN (3, 6);
+UPDATE t24.src SET id = 10 WHERE id = 9;
+DELETE FROM t24.src WHERE id = 12;
+INSERT INTO t24.src VALUES (1, 8.3, 41, 6.9, 1.02, 322, 2.5, 37.88, -122.23);
+SELECT is((SELECT count(DISTINCT key) FROM treeshap.job_change c JOIN t24.job('t24.tgt') j USING (job)), 6::bigint,
+          'the change log holds the six keys touched (3, 6, 9, 10, 12, 1)');
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0',
+          'after updates of features and keys, a delete and an insert: the target is the source''s again');
+SELECT results_eq($$SELECT rows_done, rows_changed, rows_removed, batches FROM t24.job('t24.tgt')$$,
+                  $$VALUES (4::bigint, 4::bigint, 2::bigint, 1::bigint)$$,
+                  'the run explained the four rows changed or added, removed the two keys gone, and read nothing else');
+SELECT is((SELECT count(*) FROM treeshap.job_change c JOIN t24.job('t24.tgt') j USING (job)), 0::bigint,
+          'the log is consumed');
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
+SELECT results_eq($$SELECT state, rows_done, rows_changed, rows_removed FROM t24.job('t24.tgt')$$,
+                  $$VALUES ('done'::text, 0::bigint, 0::bigint, 0::bigint)$$, 'nothing changed: nothing to do');
+
+-- rounds of random changes, in the calling session and with workers
+SELECT t24.mutate(0.11);
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'random round 1');
+SELECT t24.mutate(0.22);
+SELECT t24.mutate(0.33);
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 50, workers => 0, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'random rounds 2 and 3, batches of 50 keys');
+SELECT t24.mutate(0.44);
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 2, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'random round 4, with workers');
+SELECT t24.mutate(0.55);
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 2, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'random round 5, with workers');
+
+-- a new model version: every row again under it, then the log
+SELECT 1 FROM treeshap.load_model('t24_reg', convert_to(:'m_reg', 'UTF8') || ' ', replace => true) \g /dev/null
+SELECT t24.mutate(0.66);
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 2, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'a new version and a random round');
+SELECT is((SELECT count(DISTINCT model_version) FROM t24.tgt), 1::bigint, 'one version left');
+
+-- TRUNCATE: nothing of the old rows is left
+TRUNCATE t24.src;
+INSERT INTO t24.src SELECT g, g % 15, 20, 5, 1, 900, 3, 36, -121 FROM generate_series(1, 30) g;
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'after a TRUNCATE and inserts');
+
+-- a role that may change the source but owns no job: its changes are logged, and it reads no log
+DROP ROLE IF EXISTS t24_writer;
+CREATE ROLE t24_writer;
+GRANT USAGE ON SCHEMA t24 TO t24_writer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON t24.src TO t24_writer;
+SET ROLE t24_writer;
+UPDATE t24.src SET "HouseAge" = 1 WHERE id <= 5;
+DELETE FROM t24.src WHERE id = 30;
+SELECT is((SELECT count(*) FROM treeshap.job_change), 0::bigint, 'a role that owns no job reads no change log');
+RESET ROLE;
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'another role''s changes are followed');
+
+-- follow => false: the triggers go, the target appends (rows changed meanwhile stay as they were)
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0);
+SELECT results_eq($$SELECT count(*)::int FROM pg_trigger WHERE tgrelid = 't24.src'::regclass AND tgname LIKE 'treeshap_job_%'$$,
+                  ARRAY[0], 'a run without follow takes the triggers off');
+UPDATE t24.src SET "MedInc" = 14 WHERE id = 1;
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0);
+SELECT is(t24.in_step('t24.tgt'), 'missing 1, extra or different 1', 'append-only: the updated row keeps its explanation');
+CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
+SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'following again explains the target anew');
+
+-- what cannot carry triggers
+CREATE VIEW t24.src_view AS SELECT * FROM t24.src;
+SELECT throws_ok($$CALL treeshap.explain_into('t24_reg', 't24.src_view', 't24.tgt_view', follow => true)$$, '0A000',
+                 NULL, 'a view cannot be followed (0A000)');
+
+SELECT * FROM finish();
+DROP SCHEMA t24 CASCADE;
+DROP ROLE t24_writer;
+DELETE FROM treeshap.job_store WHERE target LIKE 't24.%';
+SELECT 1 FROM treeshap.drop_model('t24_reg') \g /dev/null
