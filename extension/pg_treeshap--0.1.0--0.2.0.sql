@@ -978,12 +978,15 @@ $$;
 /* One batch of a followed job's change log, in the caller's transaction: the target's
    rows of the logged keys are explained again from the source as it is now, or removed
    where the source no longer has them, and the log rows read are consumed. The source
-   rows explained and the keys removed; NULLs when the log is empty. */
+   rows explained and the keys removed; NULLs when the log is empty. The keys are found
+   through the indexes: with thousands of keys in a batch the planner would rather read
+   a whole target of millions of rows, which is what a small change must not cost. */
 CREATE FUNCTION treeshap._job_apply_changes(job bigint, model text, layout text, source text, key text,
                                             columns text, filter text, target text, version bigint,
                                             key_type text, key_collation text, batch_rows integer,
                                             OUT explained bigint, OUT removed bigint)
 LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off
 AS $$
 DECLARE
     seqs  bigint[];
@@ -997,12 +1000,13 @@ BEGIN
     IF seqs IS NULL THEN
         RETURN;
     END IF;
+    -- removed: the keys deleted that the source no longer has
     EXECUTE format('WITH d AS (DELETE FROM %1$s t WHERE t.row_key = ANY (%2$s) AND t.model_version = %3$s '
-                   'AND NOT EXISTS (SELECT FROM %4$s s WHERE s.%5$s = t.row_key AND (%6$s)) RETURNING t.row_key) '
-                   'SELECT count(DISTINCT row_key) FROM d',
+                   'RETURNING t.row_key) '
+                   'SELECT count(DISTINCT d.row_key) FILTER (WHERE NOT EXISTS '
+                   '(SELECT FROM %4$s s WHERE s.%5$s = d.row_key AND (%6$s))) FROM d',
                    target, keys, version, source, key, coalesce(filter, 'true'))
        INTO removed;
-    EXECUTE format('DELETE FROM %s t WHERE t.row_key = ANY (%s) AND t.model_version = %s', target, keys, version);
     EXECUTE treeshap._batch_sql(model, layout, target, version,
                                 format('SELECT s.%1$s, %2$s FROM %3$s s WHERE s.%1$s = ANY (%4$s) AND (%5$s)',
                                        key, columns, source, keys, coalesce(filter, 'true')),
