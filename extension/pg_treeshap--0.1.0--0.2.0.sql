@@ -606,6 +606,8 @@ ALTER TABLE treeshap.job_store ADD COLUMN follow boolean NOT NULL DEFAULT false;
 -- change log holds: set when a followed run's pass over the source ends
 ALTER TABLE treeshap.job_store ADD COLUMN in_step boolean NOT NULL DEFAULT false;
 ALTER TABLE treeshap.job_store ADD COLUMN rows_changed bigint NOT NULL DEFAULT 0;
+-- what a followed job's target holds: source, key, filter, features and layout
+ALTER TABLE treeshap.job_store ADD COLUMN follow_plan text;
 ALTER TABLE treeshap.job_store ADD COLUMN rows_removed bigint NOT NULL DEFAULT 0;
 
 CREATE OR REPLACE VIEW treeshap.jobs AS
@@ -669,6 +671,7 @@ CREATE FUNCTION treeshap._job_plan(job bigint, version bigint, key text, rows_fr
                                    range_rows integer, pending_only boolean, plan text)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
+SET extra_float_digits = 3
 AS $$
 DECLARE
     bounds text[];
@@ -719,6 +722,7 @@ CREATE FUNCTION treeshap._job_draw(job bigint, version bigint, source text, key 
                                    key_type text, range_rows integer, plan text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
+SET extra_float_digits = 3
 AS $$
 DECLARE
     last      record;
@@ -889,14 +893,22 @@ GRANT SELECT, INSERT, DELETE ON treeshap.job_change TO PUBLIC;
 
 /* The triggers of a followed source: the keys a statement inserted, updated (old and
    new) or deleted go into the change log of the job named by the first argument (the
-   key column is the second); a TRUNCATE logs a NULL key. Runs as whoever changed the
-   source. */
+   key column's number is the second: a renamed key is still found); a TRUNCATE, or a
+   key column gone, logs a NULL key (the next run explains the target anew). Runs as
+   whoever changed the source; keys are written at full precision, and the log's row
+   level security applies whatever the writer's row_security. */
 CREATE FUNCTION treeshap._job_log_changes()
 RETURNS trigger
 LANGUAGE plpgsql
+SET extra_float_digits = 3
+SET row_security = on
 AS $$
+DECLARE
+    key text;
 BEGIN
-    IF TG_OP = 'TRUNCATE' THEN
+    SELECT a.attname INTO key FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = TG_RELID AND a.attnum = TG_ARGV[1]::int2 AND NOT a.attisdropped;
+    IF TG_OP = 'TRUNCATE' OR key IS NULL THEN
         INSERT INTO treeshap.job_change (job, key) VALUES (TG_ARGV[0]::bigint, NULL);
     ELSE
         -- the key column's name goes in by the second format
@@ -905,19 +917,20 @@ BEGIN
                                          WHEN 'DELETE' THEN 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o'
                                          ELSE 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o UNION '
                                               'SELECT to_json(n.%1$I) #>> ''{}'' FROM treeshap_new n' END),
-                       TG_ARGV[1])
+                       key)
         USING TG_ARGV[0]::bigint;
     END IF;
     RETURN NULL;
 END
 $$;
 
-/* The names of a followed job's triggers. */
-CREATE FUNCTION treeshap._job_trigger_names(job bigint)
+/* The names of a followed job's triggers for a key column (its number). */
+CREATE FUNCTION treeshap._job_trigger_names(job bigint, key_attnum int2)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT array_agg('treeshap_job_' || job || '_' || e ORDER BY e) FROM unnest(ARRAY['del', 'ins', 'trunc', 'upd']) e;
+    SELECT array_agg('treeshap_job_' || job || '_' || key_attnum || '_' || e ORDER BY e)
+      FROM unnest(ARRAY['del', 'ins', 'trunc', 'upd']) e;
 $$;
 
 /* Put the change log's triggers on the source of a followed job, as the caller (the
@@ -928,9 +941,17 @@ RETURNS boolean
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    names text[] := treeshap._job_trigger_names(job);
-    t     text;
+    attnum int2 := (SELECT a.attnum FROM pg_attribute a WHERE a.attrelid = source AND a.attname = key_column);
+    names  text[] := treeshap._job_trigger_names(job, attnum);
+    t      text;
 BEGIN
+    -- triggers of jobs that are gone (a dropped target, a renamed source) log for no one
+    FOR t IN SELECT g.tgname FROM pg_trigger g
+              WHERE g.tgrelid = source AND g.tgname ~ '^treeshap_job_[0-9]+_'
+                AND NOT EXISTS (SELECT FROM treeshap.job_store j
+                                 WHERE g.tgname LIKE 'treeshap\_job\_' || j.job || '\_%' AND j.follow) LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', t, source);
+    END LOOP;
     IF (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = source AND g.tgname = ANY (names)) = 4 THEN
         RETURN false;
     END IF;
@@ -938,16 +959,20 @@ BEGIN
     BEGIN
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS treeshap_new '
                        'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[2], source, job, key_column);
+                       names[2], source, job, attnum);
         EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s REFERENCING OLD TABLE AS treeshap_old '
                        'NEW TABLE AS treeshap_new FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[4], source, job, key_column);
+                       names[4], source, job, attnum);
         EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS treeshap_old '
                        'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[1], source, job, key_column);
+                       names[1], source, job, attnum);
         EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s '
                        'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[3], source, job, key_column);
+                       names[3], source, job, attnum);
+        -- also for changes a logical replication subscriber applies
+        FOREACH t IN ARRAY names LOOP
+            EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', source, t);
+        END LOOP;
     EXCEPTION WHEN wrong_object_type OR feature_not_supported OR insufficient_privilege THEN
         GET STACKED DIAGNOSTICS t = MESSAGE_TEXT;
         RAISE EXCEPTION 'explain_into cannot follow the changes of %: %', source, t
@@ -968,7 +993,7 @@ DECLARE
     t text;
 BEGIN
     FOR t IN SELECT g.tgname FROM pg_trigger g
-              WHERE g.tgrelid = source AND g.tgname = ANY (treeshap._job_trigger_names(job)) LOOP
+              WHERE g.tgrelid = source AND g.tgname LIKE 'treeshap\_job\_' || job || '\_%' LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', t, source);
     END LOOP;
     DELETE FROM treeshap.job_change c WHERE c.job = _job_untrack.job;
@@ -1050,6 +1075,7 @@ DECLARE
     changes    record;
     complete   boolean := false;
     replaced   boolean;
+    holds      text;
     bulk       boolean;
     step       text := 'count';
     finished   boolean := false;
@@ -1111,11 +1137,14 @@ BEGIN
         PERFORM treeshap._check_target(tgt::regclass, layout, key_type);
     END IF;
     -- following puts triggers on the source: a table the caller may put them on
-    IF follow AND ((SELECT c.relkind FROM pg_class c WHERE c.oid = source) NOT IN ('r', 'p')
+    -- (a statement on a partition or an inheritance child would not fire the parent's)
+    IF follow AND ((SELECT c.relkind FROM pg_class c WHERE c.oid = source) <> 'r'
+                   OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = source)
                    OR NOT has_table_privilege(source, 'TRIGGER')) THEN
         RAISE EXCEPTION 'explain_into cannot follow the changes of %', source
               USING ERRCODE = 'feature_not_supported',
-                    DETAIL = 'follow => true puts triggers on the source, which takes a table whose owner runs the job.',
+                    DETAIL = 'follow => true puts triggers on the source, which takes a table without partitions '
+                             'or inheritance children, whose owner runs the job.',
                     HINT = 'Run with follow => false to append the rows the target lacks.';
     END IF;
     -- workers split the source by its key: where that needs a unique index the
@@ -1144,6 +1173,13 @@ BEGIN
     SELECT format('%I.%I', n.nspname, c.relname) INTO tgt
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tgt::regclass;
     job := treeshap._job_open(model, src, tgt, layout, created);
+    -- a followed target is one source's: another job's rows would be taken for stale
+    IF EXISTS (SELECT FROM treeshap.job_store j WHERE j.target = tgt AND j.job <> job
+                  AND (follow OR j.follow)) THEN
+        RAISE EXCEPTION 'target % is written by another explain_into job, and one of them follows its source', tgt
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'A target that follows its source holds that source''s explanations alone: choose another target.';
+    END IF;
     IF created THEN
         UPDATE treeshap.job_store j SET old_versions = false, target_oid = tgt::regclass WHERE j.job = job;
     END IF;
@@ -1160,21 +1196,30 @@ BEGIN
     -- running (and visible to others) from here, while the rows to do are counted
     -- a followed job whose target is in step with its source under this version but for
     -- the change log has only the log to do
-    SELECT follow AND j.in_step AND j.model_version = version AND j.target_oid = tgt::regclass,
+    holds := concat_ws(' ', src, key, filter, columns, layout);
+    SELECT follow AND j.in_step AND j.model_version = version AND j.target_oid = tgt::regclass
+           AND j.follow_plan = holds,
            NOT created AND j.target_oid IS DISTINCT FROM tgt::regclass
+           OR follow AND j.follow_plan IS DISTINCT FROM holds
       INTO complete, replaced
       FROM treeshap.job_store j WHERE j.job = job;
     UPDATE treeshap.job_store j SET workers = n_workers, target_oid = tgt::regclass,
            old_versions = j.old_versions OR coalesce(j.model_version <> version, false)
                           OR j.target_oid IS DISTINCT FROM tgt::regclass,
-           follow = explain_into.follow, rows_changed = 0, rows_removed = 0
+           follow = explain_into.follow, rows_changed = 0, rows_removed = 0,
+           follow_plan = CASE WHEN explain_into.follow THEN holds END,
+           -- in step again only when this run's pass over the source ends
+           in_step = complete
      WHERE j.job = job;
     PERFORM treeshap._job_update(job, 'start', version => version);
     IF NOT follow THEN
         PERFORM treeshap._job_untrack(job, source);
         UPDATE treeshap.job_store j SET in_step = false WHERE j.job = job;
-    ELSIF treeshap._job_track(job, source, key_column) OR replaced
-          OR EXISTS (SELECT FROM treeshap.job_change c WHERE c.job = job AND c.key IS NULL) THEN
+    -- (the triggers are put on in a statement of their own: an OR may skip a call)
+    ELSIF treeshap._job_track(job, source, key_column) THEN
+        replaced := true;
+    END IF;
+    IF follow AND (replaced OR EXISTS (SELECT FROM treeshap.job_change c WHERE c.job = job AND c.key IS NULL)) THEN
         -- what changed while no trigger logged it, or before a TRUNCATE, is unknown: the
         -- target is explained anew, and the run's pass covers what the log holds now
         EXECUTE format('DELETE FROM %s WHERE model_version = %s', tgt, version);
@@ -1202,8 +1247,10 @@ BEGIN
     WHILE NOT finished LOOP
         BEGIN
             IF step = 'changes' THEN
+                PERFORM treeshap._check_version(model, version);
                 SELECT * INTO changes FROM treeshap._job_apply_changes(job, model, layout, src, key, columns, filter,
                                                                          tgt, version, key_name, key_coll, batch_size);
+                PERFORM treeshap._check_version(model, version);
                 finished := changes.explained IS NULL;
                 IF NOT finished THEN
                     UPDATE treeshap.job_store j SET rows_changed = j.rows_changed + changes.explained,
