@@ -878,17 +878,28 @@ $$;
 CREATE TABLE treeshap.job_change (
     job  bigint NOT NULL,       -- no reference: a trigger must never fail a change to the source
     seq  bigint GENERATED ALWAYS AS IDENTITY,
-    key  text,                  -- the key as JSON writes it; NULL: the source was truncated
+    keys text[],                -- one statement's keys as JSON writes them; NULL: a TRUNCATE
     PRIMARY KEY (job, seq)
 );
-COMMENT ON TABLE treeshap.job_change IS 'keys changed in a followed source since its explain_into job consumed them';
+COMMENT ON TABLE treeshap.job_change IS 'keys changed in a followed source since its explain_into job consumed them, a row per statement';
+
+/* Whether the current role may log changes of a job's source: whether it may write it. */
+CREATE FUNCTION treeshap._may_log(job bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce((SELECT has_table_privilege(j.source, 'INSERT, UPDATE, DELETE, TRUNCATE')
+                       FROM treeshap.job_store j WHERE j.job = _may_log.job AND j.follow), false);
+$$;
 ALTER TABLE treeshap.job_change ENABLE ROW LEVEL SECURITY;
--- whoever may change a followed source logs its keys; only the job's owner reads the
--- log (the keys are the source's) and consumes it
-CREATE POLICY change_log ON treeshap.job_change FOR INSERT WITH CHECK (true);
+-- who may change a followed source logs its keys (one check a statement); only the
+-- job's owner reads the log (the keys are the source's) and consumes it
+CREATE POLICY change_log ON treeshap.job_change FOR INSERT WITH CHECK (treeshap._may_log(job));
 CREATE POLICY change_read ON treeshap.job_change FOR SELECT USING (treeshap._owns_job(job));
+CREATE POLICY change_rest ON treeshap.job_change FOR UPDATE
+    USING (treeshap._owns_job(job)) WITH CHECK (treeshap._owns_job(job));
 CREATE POLICY change_done ON treeshap.job_change FOR DELETE USING (treeshap._owns_job(job));
-GRANT SELECT, INSERT, DELETE ON treeshap.job_change TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON treeshap.job_change TO PUBLIC;
 
 
 /* The triggers of a followed source: the keys a statement inserted, updated (old and
@@ -909,10 +920,11 @@ BEGIN
     SELECT a.attname INTO key FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = TG_RELID AND a.attnum = TG_ARGV[1]::int2 AND NOT a.attisdropped;
     IF TG_OP = 'TRUNCATE' OR key IS NULL THEN
-        INSERT INTO treeshap.job_change (job, key) VALUES (TG_ARGV[0]::bigint, NULL);
+        INSERT INTO treeshap.job_change (job, keys) VALUES (TG_ARGV[0]::bigint, NULL);
     ELSE
-        -- the key column's name goes in by the second format
-        EXECUTE format(format('INSERT INTO treeshap.job_change (job, key) SELECT $1, k FROM (%s) x(k) WHERE k IS NOT NULL',
+        -- one row for the statement; the key column's name goes in by the second format
+        EXECUTE format(format('INSERT INTO treeshap.job_change (job, keys) SELECT $1, array_agg(k) '
+                              'FROM (%s) x(k) WHERE k IS NOT NULL HAVING count(*) > 0',
                               CASE TG_OP WHEN 'INSERT' THEN 'SELECT to_json(n.%1$I) #>> ''{}'' FROM treeshap_new n'
                                          WHEN 'DELETE' THEN 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o'
                                          ELSE 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o UNION '
@@ -1014,17 +1026,29 @@ LANGUAGE plpgsql VOLATILE
 SET enable_seqscan = off
 AS $$
 DECLARE
-    seqs  bigint[];
+    r     record;
+    taken text[] := '{}';
     keys  text;
     last  text;
 BEGIN
-    SELECT array_agg(c.seq), format('%L::%s[]', array_agg(DISTINCT c.key) FILTER (WHERE c.key IS NOT NULL), key_type)
-      INTO seqs, keys
-      FROM (SELECT c.seq, c.key FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job
-             ORDER BY c.seq LIMIT batch_rows) c;
-    IF seqs IS NULL THEN
+    -- whole statements' keys up to batch_rows; a statement of more is split, its rest
+    -- kept; a TRUNCATE ends the run's changes (the next run explains the target anew)
+    FOR r IN SELECT c.seq, c.keys FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job
+              ORDER BY c.seq LOOP
+        EXIT WHEN r.keys IS NULL OR cardinality(taken) >= batch_rows;
+        IF cardinality(taken) + cardinality(r.keys) > batch_rows THEN
+            UPDATE treeshap.job_change c SET keys = r.keys[batch_rows - cardinality(taken) + 1:]
+             WHERE c.job = _job_apply_changes.job AND c.seq = r.seq;
+            taken := taken || r.keys[:batch_rows - cardinality(taken)];
+        ELSE
+            DELETE FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job AND c.seq = r.seq;
+            taken := taken || r.keys;
+        END IF;
+    END LOOP;
+    IF cardinality(taken) = 0 THEN
         RETURN;
     END IF;
+    SELECT format('%L::%s[]', array_agg(DISTINCT k), key_type) INTO keys FROM unnest(taken) k;
     -- removed: the keys deleted that the source no longer has
     EXECUTE format('WITH d AS (DELETE FROM %1$s t WHERE t.row_key = ANY (%2$s) AND t.model_version = %3$s '
                    'RETURNING t.row_key) '
@@ -1037,7 +1061,6 @@ BEGIN
                                        key, columns, source, keys, coalesce(filter, 'true')),
                                 key_type, key_collation)
        INTO explained, last;
-    DELETE FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job AND c.seq = ANY (seqs);
 END
 $$;
 
@@ -1219,7 +1242,7 @@ BEGIN
     ELSIF treeshap._job_track(job, source, key_column) THEN
         replaced := true;
     END IF;
-    IF follow AND (replaced OR EXISTS (SELECT FROM treeshap.job_change c WHERE c.job = job AND c.key IS NULL)) THEN
+    IF follow AND (replaced OR EXISTS (SELECT FROM treeshap.job_change c WHERE c.job = job AND c.keys IS NULL)) THEN
         -- what changed while no trigger logged it, or before a TRUNCATE, is unknown: the
         -- target is explained anew, and the run's pass covers what the log holds now
         EXECUTE format('DELETE FROM %s WHERE model_version = %s', tgt, version);

@@ -56,7 +56,7 @@ $$;
 CREATE FUNCTION t24.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
     $$ SELECT * FROM treeshap.jobs j WHERE j.target = job.target $$;
 
-SELECT plan(27);
+SELECT plan(28);
 
 -- a first run puts the triggers on the source and explains every row
 CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
@@ -71,8 +71,10 @@ UPDATE t24.src SET "MedInc" = "MedInc" + 5, "Latitude" = "Latitude" - 3 WHERE id
 UPDATE t24.src SET id = 10 WHERE id = 9;
 DELETE FROM t24.src WHERE id = 12;
 INSERT INTO t24.src VALUES (1, 8.3, 41, 6.9, 1.02, 322, 2.5, 37.88, -122.23);
-SELECT is((SELECT count(DISTINCT key) FROM treeshap.job_change c JOIN t24.job('t24.tgt') j USING (job)), 6::bigint,
-          'the change log holds the six keys touched (3, 6, 9, 10, 12, 1)');
+SELECT results_eq($$SELECT count(DISTINCT c.seq), count(DISTINCT k) FROM treeshap.job_change c JOIN t24.job('t24.tgt') j USING (job),
+                           unnest(c.keys) k$$,
+                  $$VALUES (4::bigint, 6::bigint)$$,
+                  'the change log holds the six keys touched (3, 6, 9, 10, 12, 1), a row per statement');
 CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
 SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0',
           'after updates of features and keys, a delete and an insert: the target is the source''s again');
@@ -122,6 +124,15 @@ SET ROLE t24_writer;
 UPDATE t24.src SET "HouseAge" = 1 WHERE id <= 5;
 DELETE FROM t24.src WHERE id = 30;
 SELECT is((SELECT count(*) FROM treeshap.job_change), 0::bigint, 'a role that owns no job reads no change log');
+RESET ROLE;
+DROP ROLE IF EXISTS t24_reader;
+CREATE ROLE t24_reader;
+GRANT USAGE ON SCHEMA t24 TO t24_reader;
+GRANT SELECT ON t24.src TO t24_reader;
+SELECT job AS t24_job FROM treeshap.job_store WHERE target = 't24.tgt' \gset
+SET ROLE t24_reader;
+SELECT throws_ok(format($$INSERT INTO treeshap.job_change (job, keys) VALUES (%s, '{x}')$$, :t24_job), '42501',
+                 NULL, 'a role that may not write the source may not write its log');
 RESET ROLE;
 CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
 SELECT is(t24.in_step('t24.tgt'), 'missing 0, extra or different 0', 'another role''s changes are followed');
@@ -194,5 +205,6 @@ SELECT throws_ok($$CALL treeshap.explain_into('t24_reg', 't24.parted', 't24.tgt_
 SELECT * FROM finish();
 DROP SCHEMA t24 CASCADE;
 DROP ROLE t24_writer;
+DROP ROLE t24_reader;
 DELETE FROM treeshap.job_store WHERE target LIKE 't24.%';
 SELECT 1 FROM treeshap.drop_model('t24_reg') \g /dev/null
