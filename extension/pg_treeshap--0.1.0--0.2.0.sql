@@ -969,21 +969,16 @@ BEGIN
     END IF;
     PERFORM treeshap._job_untrack(job, source);
     BEGIN
-        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS treeshap_new '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[2], source, job, attnum);
-        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s REFERENCING OLD TABLE AS treeshap_old '
-                       'NEW TABLE AS treeshap_new FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[4], source, job, attnum);
-        EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS treeshap_old '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[1], source, job, attnum);
-        EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
-                       names[3], source, job, attnum);
-        -- also for changes a logical replication subscriber applies
-        FOREACH t IN ARRAY names LOOP
-            EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', source, t);
+        -- names are in the order of the events: del, ins, trunc, upd
+        FOR i IN 1 .. 4 LOOP
+            EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s %s FOR EACH STATEMENT '
+                           'EXECUTE FUNCTION treeshap._job_log_changes(%L, %L)',
+                           names[i], (ARRAY['DELETE', 'INSERT', 'TRUNCATE', 'UPDATE'])[i], source,
+                           (ARRAY['REFERENCING OLD TABLE AS treeshap_old', 'REFERENCING NEW TABLE AS treeshap_new', '',
+                                  'REFERENCING OLD TABLE AS treeshap_old NEW TABLE AS treeshap_new'])[i],
+                           job, attnum);
+            -- also for changes a logical replication subscriber applies
+            EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', source, names[i]);
         END LOOP;
     EXCEPTION WHEN wrong_object_type OR feature_not_supported OR insufficient_privilege THEN
         GET STACKED DIAGNOSTICS t = MESSAGE_TEXT;
