@@ -1260,6 +1260,10 @@ BEGIN
     -- the ranges a stopped run left), work (the workers claim ranges until none is
     -- left), then rest (this session takes what no worker finished).
     IF complete THEN
+        -- the rows to do: at most the keys logged
+        PERFORM treeshap._job_update(job, 'count',
+                    (SELECT coalesce(sum(cardinality(c.keys)), 0) FROM treeshap.job_change c WHERE c.job = job));
+        COMMIT;
         step := 'changes';
     END IF;
     WHILE NOT finished LOOP

@@ -19,6 +19,11 @@ TS_JOBS_WORKERS background workers (default 3). With workers also:
 8. worker-error: a worker's ERROR fails the job with that worker's message
    and SQLSTATE, and every worker is gone.
 9. leader-cancel: every worker is gone within 1 s of the leader's cancel.
+10. follow-terminate, follow-sigkill: a job with follow => true, after updates
+   (features and keys), deletes and inserts on its source; the run that
+   consumes the change log is killed after two of its batches, and the next
+   run leaves the target equal to a one-shot explain_shap_wide of the source
+   as it is.
 
 After every re-run the target must hold every source key exactly once, with
 values equal to a one-shot explain_shap_wide over the same rows.
@@ -357,6 +362,51 @@ def replace_scenario(conn):
     verify_target(conn, "replace", target)
 
 
+def follow_scenario(conn, scenario, kill):
+    """Kill a followed job's run while it consumes its change log, then run it again."""
+    source, target = f"jobs.fsrc_{kill.__name__}", f"jobs.follow_{kill.__name__}"
+    query(conn, f"""CREATE TABLE {source} AS SELECT * FROM jobs.houses;
+                     ALTER TABLE {source} ADD PRIMARY KEY (id)""")
+    call = (f"CALL treeshap.explain_into(%s, '{source}', '{target}', batch_size => %s, workers => 0, "
+            "follow => true)")
+    query(conn, call, (MODEL, BATCH))
+    query(conn, f"""UPDATE {source} SET "MedInc" = "MedInc" + 1, "Latitude" = "Latitude" - 1 WHERE id % 4 = 1;
+                     UPDATE {source} SET id = id + 1000000 WHERE id % 97 = 0;
+                     DELETE FROM {source} WHERE id % 50 = 0;
+                     INSERT INTO {source} SELECT id + 2000000, "MedInc", "HouseAge", "AveRooms", "AveBedrms",
+                            "Population", "AveOccup", "Latitude", "Longitude" FROM {source} WHERE id % 10 = 3""")
+    outcome = {}
+
+    def run():
+        try:
+            query(connect(), call, (MODEL, BATCH))
+        except psycopg2.Error as e:
+            outcome["error"] = e
+    thread = threading.Thread(target=run)
+    thread.start()
+    running, _ = wait_for_batches(conn, target, thread, 2)
+    if running is None:
+        thread.join()
+        check(f"{scenario}: the change run was still running after 2 batches", False, "raise TS_JOBS_ROWS")
+        return conn
+    kill(conn, running["pid"])
+    thread.join()
+    check(f"{scenario}: the killed change run ended with an error", "error" in outcome)
+    if "sigkill" in scenario:
+        conn = await_crash_restart(conn)
+    query(conn, call, (MODEL, BATCH))
+    missing, extra = query(conn, f"""
+        WITH fresh AS (SELECT * FROM treeshap.explain_shap_wide(%s, 'SELECT id, * FROM {source}'))
+        SELECT (SELECT count(*) FROM (SELECT * FROM fresh EXCEPT ALL
+                                      SELECT row_key, output, base_value, shap_values FROM {target}) m),
+               (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM {target}
+                                      EXCEPT ALL SELECT * FROM fresh) x)""", (MODEL,))[0]
+    rows = query(conn, f"SELECT count(*) FROM {source}")[0][0]
+    check(f"{scenario}: the next run leaves the target equal to explain_shap_wide of the source as it is",
+          (missing, extra) == (0, 0), f"{rows} source rows, missing {missing}, extra or different {extra}")
+    return conn
+
+
 def main():
     global workers
     conn = connect()
@@ -370,6 +420,8 @@ def main():
     conn = crash_scenario(conn, "worker-sigkill", sigkill, victim="worker")
     worker_error_scenario(conn)
     leader_cancel_scenario(conn)
+    conn = follow_scenario(conn, "follow-terminate", terminate)
+    conn = follow_scenario(conn, "follow-sigkill", sigkill)
     cron_scenario(conn)
     query(conn, "DROP SCHEMA jobs CASCADE")
     query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")

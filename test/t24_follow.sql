@@ -1,8 +1,9 @@
 -- explain_into(..., follow => true): the target follows the source's inserts, updates
 -- (of features and of keys), deletes and truncates. After every run the target must
--- equal a one-shot explain_shap_wide of the source as it is, bitwise (the CPU path).
+-- equal a one-shot explain_shap_wide of the source as it is, bitwise.
 -- Rounds of random changes (setseed) between runs, in the calling session and with
--- workers, and runs stopped mid-way (statement_timeout) whose next run finishes the work.
+-- workers, and a pass that fails half way (a poisoned filter) finished by the next run;
+-- runs killed mid-way are test/jobs_check.py's.
 -- Runs outside a transaction (explain_into commits); schema t24.
 \ir session.sql
 CREATE EXTENSION IF NOT EXISTS dblink;
@@ -11,7 +12,6 @@ CREATE SCHEMA t24;
 \set m_reg `cat test/fixtures/reg.json`
 SELECT 1 FROM treeshap.load_model('t24_reg', convert_to(:'m_reg', 'UTF8'), replace => true) \g /dev/null
 DELETE FROM treeshap.job_store WHERE target LIKE 't24.%';
-SET treeshap.device = cpu;
 
 CREATE TABLE t24.src AS
 SELECT 3 * g AS id,
