@@ -1231,8 +1231,8 @@ BEGIN
      WHERE j.job = job;
     PERFORM treeshap._job_update(job, 'start', version => version);
     IF NOT follow THEN
+        -- (in_step is false already: such a run is never complete)
         PERFORM treeshap._job_untrack(job, source);
-        UPDATE treeshap.job_store j SET in_step = false WHERE j.job = job;
     -- (the triggers are put on in a statement of their own: an OR may skip a call)
     ELSIF treeshap._job_track(job, source, key_column) THEN
         replaced := true;

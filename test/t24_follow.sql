@@ -6,7 +6,6 @@
 -- runs killed mid-way are test/jobs_check.py's.
 -- Runs outside a transaction (explain_into commits); schema t24.
 \ir session.sql
-CREATE EXTENSION IF NOT EXISTS dblink;
 DROP SCHEMA IF EXISTS t24 CASCADE;
 CREATE SCHEMA t24;
 \set m_reg `cat test/fixtures/reg.json`
