@@ -571,6 +571,8 @@ CREATE TABLE treeshap.job_range (
     done_at       timestamptz,
     plan          text NOT NULL, -- what the rows were drawn from: a resumed run must draw the same
     owner         name NOT NULL DEFAULT current_user,
+    keys          text[],       -- a followed job's change range: the keys to explain again (see below)
+    rows_removed  bigint,       -- of those, the keys the source no longer had
     PRIMARY KEY (job, range_no)
 );
 COMMENT ON TABLE treeshap.job_range IS 'the key ranges of a parallel explain_into run, each done in the transaction that wrote its rows';
@@ -609,6 +611,9 @@ ALTER TABLE treeshap.job_store ADD COLUMN rows_changed bigint NOT NULL DEFAULT 0
 -- what a followed job's target holds: source, key, filter, features and layout
 ALTER TABLE treeshap.job_store ADD COLUMN follow_plan text;
 ALTER TABLE treeshap.job_store ADD COLUMN rows_removed bigint NOT NULL DEFAULT 0;
+-- how a followed job follows: 'triggers' (its change log), or 'comparison' (a source that
+-- cannot carry them is compared whole at every run)
+ALTER TABLE treeshap.job_store ADD COLUMN follow_by text;
 
 CREATE OR REPLACE VIEW treeshap.jobs AS
 SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
@@ -620,12 +625,15 @@ SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
        CASE WHEN j.state = 'running' AND NOT l.held
             THEN 'interrupted: the backend running the job ended before it finished'
             ELSE j.error END AS error,
-       j.pid, j.workers, r.ranges_done, r.ranges_total, j.follow, j.rows_changed, j.rows_removed
+       j.pid, j.workers, r.ranges_done, r.ranges_total, j.follow, j.follow_by, p.rows_changed, p.rows_removed
   FROM treeshap.job_store j,
        LATERAL (SELECT coalesce(treeshap._job_lock_holder(j.target) = j.pid, false) AS held) l,
        LATERAL (SELECT count(*) FILTER (WHERE x.done) AS ranges_done, count(*) AS ranges_total,
                        coalesce(sum(x.rows_done) FILTER (WHERE x.done_at >= j.started_at), 0)::bigint AS run_rows,
                        count(*) FILTER (WHERE x.done_at >= j.started_at) AS run_ranges,
+                       coalesce(sum(x.rows_done) FILTER (WHERE x.done_at >= j.started_at AND x.keys IS NOT NULL), 0)::bigint
+                           AS run_changed,
+                       coalesce(sum(x.rows_removed) FILTER (WHERE x.done_at >= j.started_at), 0)::bigint AS run_removed,
                        max(x.done_at) FILTER (WHERE x.done_at >= j.started_at) AS run_last
                   FROM treeshap.job_range x WHERE x.job = j.job AND x.model_version = j.model_version) r,
        -- a running run with workers counts its ranges (its end writes them into job_store),
@@ -634,7 +642,9 @@ SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
        LATERAL (SELECT CASE WHEN w.by_ranges THEN r.run_rows + j.rows_done ELSE j.rows_done END AS rows_done,
                        CASE WHEN w.by_ranges THEN r.run_ranges + j.batches ELSE j.batches END AS batches,
                        CASE WHEN w.by_ranges THEN greatest(r.run_last, j.last_batch_at)
-                            ELSE j.last_batch_at END AS last_batch_at) p;
+                            ELSE j.last_batch_at END AS last_batch_at,
+                       j.rows_changed + CASE WHEN w.by_ranges THEN r.run_changed ELSE 0 END AS rows_changed,
+                       j.rows_removed + CASE WHEN w.by_ranges THEN r.run_removed ELSE 0 END AS rows_removed) p;
 
 /* The workers a run uses: the argument, else treeshap.job_workers (auto: one per core, up to half of max_worker_processes). */
 CREATE FUNCTION treeshap._job_workers_wanted(workers integer)
@@ -666,9 +676,12 @@ AS $$
 $$;
 
 /* Split the rows of `rows_from` (a _range_rows clause) into ranges of range_rows
-   keys, replacing the job's earlier ranges; the rows to do. */
+   keys, replacing the job's earlier ranges; the rows to do. A followed job's
+   comparison (`compare`) adds its ranges after those of the run so far instead (and
+   replaces what a stopped comparison left), as change ranges of every key in them. */
 CREATE FUNCTION treeshap._job_plan(job bigint, version bigint, key text, rows_from text,
-                                   range_rows integer, pending_only boolean, plan text)
+                                   range_rows integer, pending_only boolean, plan text,
+                                   compare boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET extra_float_digits = 3
@@ -676,8 +689,14 @@ AS $$
 DECLARE
     bounds text[];
     total  bigint;
+    first  integer := 0;
 BEGIN
-    DELETE FROM treeshap.job_range r WHERE r.job = _job_plan.job;
+    IF compare THEN
+        DELETE FROM treeshap.job_range r WHERE r.job = _job_plan.job AND NOT r.done AND r.keys IS NOT NULL;
+        first := (SELECT coalesce(max(r.range_no), 0) FROM treeshap.job_range r WHERE r.job = _job_plan.job);
+    ELSE
+        DELETE FROM treeshap.job_range r WHERE r.job = _job_plan.job;
+    END IF;
     -- bounds as JSON writes them: the same text whatever the session's DateStyle
     EXECUTE format('SELECT array_agg(to_json(k) #>> ''{}'' ORDER BY n) FILTER (WHERE (n - 1) %% %s = 0), count(*) '
                    'FROM (SELECT s.%s AS k, row_number() OVER (ORDER BY s.%s) AS n %s) x',
@@ -685,9 +704,9 @@ BEGIN
        INTO bounds, total;
     -- range i holds bounds[i] <= key < bounds[i + 1]; the first is open below (keys
     -- added meanwhile below the first land there), the last above
-    INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned, plan)
-    SELECT _job_plan.job, i, version, CASE WHEN i > 1 THEN bounds[i] END, bounds[i + 1], pending_only,
-           least(range_rows, total - (i - 1)::bigint * range_rows), plan
+    INSERT INTO treeshap.job_range (job, range_no, model_version, lo, hi, pending_only, rows_planned, plan, keys)
+    SELECT _job_plan.job, first + i, version, CASE WHEN i > 1 THEN bounds[i] END, bounds[i + 1], pending_only,
+           least(range_rows, total - (i - 1)::bigint * range_rows), plan, CASE WHEN compare THEN '{}'::text[] END
       FROM generate_subscripts(bounds, 1) i;
     RETURN total;
 END
@@ -708,7 +727,8 @@ CREATE FUNCTION treeshap._job_fold(job bigint)
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
-    UPDATE treeshap.job_store j SET rows_done = v.rows_done, batches = v.batches, last_batch_at = v.last_batch_at
+    UPDATE treeshap.job_store j SET rows_done = v.rows_done, batches = v.batches, last_batch_at = v.last_batch_at,
+                                    rows_changed = v.rows_changed, rows_removed = v.rows_removed
       FROM treeshap.jobs v
      WHERE j.job = _job_fold.job AND v.job = j.job AND j.workers > 0;
 $$;
@@ -735,7 +755,7 @@ BEGIN
     END IF;
     PERFORM FROM treeshap.job_store j WHERE j.job = _job_draw.job FOR UPDATE;
     SELECT x.range_no, x.hi INTO last FROM treeshap.job_range x
-     WHERE x.job = _job_draw.job ORDER BY x.range_no DESC LIMIT 1;
+     WHERE x.job = _job_draw.job AND x.keys IS NULL ORDER BY x.range_no DESC LIMIT 1;
     IF FOUND AND last.hi IS NULL THEN
         RETURN false;
     END IF;
@@ -779,7 +799,7 @@ BEGIN
     END IF;
     EXECUTE format('UPDATE treeshap.job_store j SET rows_total = treeshap._job_range_rows(j.job, j.started_at) '
                    '+ (SELECT count(*) %s AND (r.last IS NULL OR s.%s >= r.last::%s)) '
-                   'FROM (SELECT (SELECT y.hi FROM treeshap.job_range y WHERE y.job = $1 '
+                   'FROM (SELECT (SELECT y.hi FROM treeshap.job_range y WHERE y.job = $1 AND y.keys IS NULL '
                    'ORDER BY y.range_no DESC LIMIT 1) AS last, '
                    'EXISTS (SELECT FROM treeshap.job_range x WHERE x.job = $1) AS drawn) r '
                    'WHERE j.job = $1 AND j.rows_total IS NULL AND NOT (r.drawn AND r.last IS NULL)',
@@ -804,8 +824,9 @@ AS 'MODULE_PATHNAME', 'treeshap_bulk_target_ok'
 LANGUAGE C STRICT STABLE;
 
 /* One range of a run, in the caller's transaction: claim the first range not done
-   (skipping those others hold, unless wait), explain and write its rows, mark it
-   done and count it. The rows written, or NULL when no range is left. */
+   (skipping those others hold, unless wait), explain and write its rows (a change
+   range's keys: _job_apply_keys), mark it done and count it. The rows written, or
+   NULL when no range is left. */
 CREATE FUNCTION treeshap._job_run_range(job bigint, model text, layout text, source text, key text,
                                         columns text, filter text, target text, version bigint,
                                         key_type text, key_collation text, wait boolean,
@@ -818,6 +839,7 @@ DECLARE
     n      bigint;
     last   text;
     rows   text;
+    change record;
 BEGIN
     IF wait THEN
         SELECT * INTO r FROM treeshap.job_range x WHERE x.job = _job_run_range.job AND NOT x.done
@@ -830,6 +852,15 @@ BEGIN
         RETURN NULL;
     END IF;
     PERFORM treeshap._check_version(model, version);
+    IF r.keys IS NOT NULL THEN
+        change := treeshap._job_apply_keys(r.keys, r.lo, r.hi, model, layout, source, key, columns, filter,
+                                           target, version, key_type, key_collation);
+        PERFORM treeshap._check_version(model, version);
+        UPDATE treeshap.job_range x SET done = true, rows_done = change.explained, rows_removed = change.removed,
+                                        done_by = pg_backend_pid(), done_at = clock_timestamp()
+         WHERE x.job = r.job AND x.range_no = r.range_no;
+        RETURN change.explained;
+    END IF;
     rows := format('SELECT s.%s, %s %s%s%s', key, columns,
                    treeshap._range_rows(source, key, filter, target, version, r.pending_only),
                    CASE WHEN r.lo IS NULL THEN '' ELSE format(' AND s.%s >= %L::%s', key, r.lo, key_type) END,
@@ -1007,55 +1038,114 @@ BEGIN
 END
 $$;
 
-/* One batch of a followed job's change log, in the caller's transaction: the target's
-   rows of the logged keys are explained again from the source as it is now, or removed
-   where the source no longer has them, and the log rows read are consumed. The source
-   rows explained and the keys removed; NULLs when the log is empty. The keys are found
-   through the indexes: with thousands of keys in a batch the planner would rather read
-   a whole target of millions of rows, which is what a small change must not cost. */
-CREATE FUNCTION treeshap._job_apply_changes(job bigint, model text, layout text, source text, key text,
-                                            columns text, filter text, target text, version bigint,
-                                            key_type text, key_collation text, batch_rows integer,
-                                            OUT explained bigint, OUT removed bigint)
+/* Turn a followed job's change log into change ranges, in the caller's transaction: the
+   keys logged before any TRUNCATE mark, and those of change ranges a stopped run left,
+   each once, in key order, batch_rows keys a range; the log rows read are consumed. The
+   keys planned. Workers then take the ranges as they take a pass's (_job_run_range). */
+CREATE FUNCTION treeshap._job_drain_changes(job bigint, version bigint, key_type text, key_collation text,
+                                            batch_rows integer)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET extra_float_digits = 3
+AS $$
+DECLARE
+    stop  bigint := (SELECT min(c.seq) FROM treeshap.job_change c
+                      WHERE c.job = _job_drain_changes.job AND c.keys IS NULL);
+    first integer := (SELECT coalesce(max(x.range_no), 0) + 1 FROM treeshap.job_range x
+                       WHERE x.job = _job_drain_changes.job);
+    n     bigint;
+BEGIN
+    -- what earlier runs did is folded into job_store already
+    DELETE FROM treeshap.job_range x WHERE x.job = _job_drain_changes.job AND x.done
+       AND x.done_at < (SELECT j.started_at FROM treeshap.job_store j WHERE j.job = _job_drain_changes.job);
+    -- keys compared, deduplicated and ordered as the key column's type does, written
+    -- back as JSON writes them
+    EXECUTE format('WITH taken AS (DELETE FROM treeshap.job_change c WHERE c.job = $1 AND c.seq < $2 '
+                   'RETURNING c.keys), '
+                   'left_over AS (DELETE FROM treeshap.job_range x WHERE x.job = $1 AND NOT x.done '
+                   'AND x.keys IS NOT NULL RETURNING x.keys), '
+                   'k AS (SELECT DISTINCT u::%1$s%2$s AS k FROM (SELECT keys FROM taken UNION ALL '
+                   'SELECT keys FROM left_over) a, unnest(a.keys) u), '
+                   'n AS (SELECT k.k, (row_number() OVER (ORDER BY k.k) - 1) / $4 AS chunk FROM k), '
+                   'planned AS (INSERT INTO treeshap.job_range (job, range_no, model_version, pending_only, '
+                   'rows_planned, plan, keys) '
+                   'SELECT $1, $3 + n.chunk::integer, $5, false, count(*), ''changes'', '
+                   'array_agg(to_json(n.k) #>> ''{}'' ORDER BY n.k) FROM n GROUP BY n.chunk '
+                   'RETURNING rows_planned) '
+                   'SELECT coalesce(sum(rows_planned), 0) FROM planned',
+                   key_type, key_collation)
+       INTO n
+      USING job, coalesce(stop, 9223372036854775807), first, batch_rows, version;
+    RETURN n;
+END
+$$;
+
+/* A condition on a key expression: the key is one of keys, or (none listed) from lo
+   (NULL: unbounded) up to, not including, hi (NULL: unbounded). */
+CREATE FUNCTION treeshap._keys_where(expr text, keys text[], lo text, hi text, key_type text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN cardinality(keys) > 0 THEN format('%s = ANY (%L::%s[])', expr, keys, key_type)
+                ELSE concat_ws(' AND ', 'true',
+                               CASE WHEN lo IS NOT NULL THEN format('%s >= %L::%s', expr, lo, key_type) END,
+                               CASE WHEN hi IS NOT NULL THEN format('%s < %L::%s', expr, hi, key_type) END) END;
+$$;
+
+/* A change range's keys (or, none listed, every key from lo to hi: a comparison), in
+   the caller's transaction, in one statement: the target's rows of keys the source has
+   (with the filter) are explained again and written where their values changed
+   (bitwise) or are new; the rows of keys it has not are deleted. The keys explained and
+   the keys removed. Keys are found through the indexes: with thousands of keys the
+   planner would rather read a whole target of millions of rows, which is what a small
+   change must not cost. */
+CREATE FUNCTION treeshap._job_apply_keys(keys text[], lo text, hi text, model text, layout text, source text,
+                                         key text, columns text, filter text, target text, version bigint,
+                                         key_type text, key_collation text,
+                                         OUT explained bigint, OUT removed bigint)
 LANGUAGE plpgsql VOLATILE
 SET enable_seqscan = off
 AS $$
 DECLARE
-    r     record;
-    taken text[] := '{}';
-    keys  text;
-    last  text;
+    wide   boolean := layout = 'wide';
+    -- a target row is (row_key, output[, feature]) under the version
+    same   text := format('t.row_key = e.row_key%s AND t.output = e.output%s AND t.model_version = %s',
+                          key_collation, CASE WHEN wide THEN '' ELSE ' AND t.feature = e.feature' END, version);
+    vals   text[] := CASE WHEN wide THEN ARRAY['base_value', 'shap_values'] ELSE ARRAY['shap_value'] END;
+    rows   bigint;
+    distinct_rows bigint;
 BEGIN
-    -- whole statements' keys up to batch_rows; a statement of more is split, its rest
-    -- kept; a TRUNCATE ends the run's changes (the next run explains the target anew)
-    FOR r IN SELECT c.seq, c.keys FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job
-              ORDER BY c.seq LOOP
-        EXIT WHEN r.keys IS NULL OR cardinality(taken) >= batch_rows;
-        IF cardinality(taken) + cardinality(r.keys) > batch_rows THEN
-            UPDATE treeshap.job_change c SET keys = r.keys[batch_rows - cardinality(taken) + 1:]
-             WHERE c.job = _job_apply_changes.job AND c.seq = r.seq;
-            taken := taken || r.keys[:batch_rows - cardinality(taken)];
-        ELSE
-            DELETE FROM treeshap.job_change c WHERE c.job = _job_apply_changes.job AND c.seq = r.seq;
-            taken := taken || r.keys;
-        END IF;
-    END LOOP;
-    IF cardinality(taken) = 0 THEN
-        RETURN;
+    EXECUTE format(
+        'WITH e AS MATERIALIZED (SELECT * FROM treeshap.%1$s(%2$L, %3$L, NULL::%4$s)), '
+        'm AS (SELECT e.*, t.row_key IS NOT NULL AS held, '
+        'coalesce(%5$s, false) AS unchanged FROM e LEFT JOIN %7$s t ON %8$s), '
+        'u AS (UPDATE %7$s t SET (%9$s) = ROW(%6$s), computed_at = now() FROM m e '
+        'WHERE %8$s AND e.held AND NOT e.unchanged RETURNING 1), '
+        'i AS (INSERT INTO %7$s (row_key, output, %9$s, model_version) '
+        'SELECT e.row_key, e.output, %6$s, %10$s FROM m e WHERE NOT e.held RETURNING 1), '
+        'd AS (DELETE FROM %7$s t WHERE %11$s AND t.model_version = %10$s '
+        'AND NOT EXISTS (SELECT FROM e WHERE e.row_key = t.row_key%12$s) RETURNING t.row_key) '
+        'SELECT (SELECT count(*) FROM e), (SELECT count(DISTINCT (e.row_key, e.output%13$s)) FROM e), '
+        '(SELECT count(DISTINCT e.row_key) FROM e), (SELECT count(DISTINCT d.row_key) FROM d)',
+        CASE WHEN wide THEN 'explain_shap_wide' ELSE 'explain_shap' END, model,
+        format('SELECT s.%1$s, %2$s FROM %3$s s WHERE %4$s AND (%5$s)',
+               key, columns, source, treeshap._keys_where('s.' || key, keys, lo, hi, key_type),
+               coalesce(filter, 'true')),
+        key_type,
+        -- unchanged: the same bits (float8 equality takes -0 for 0)
+        (SELECT string_agg(format('%1$s(t.%2$s) = %1$s(e.%2$s)',
+                                  CASE WHEN v = 'shap_values' THEN 'array_send' ELSE 'float8send' END, v), ' AND ')
+           FROM unnest(vals) v),
+        (SELECT string_agg('e.' || v, ', ') FROM unnest(vals) v),
+        target, same, array_to_string(vals, ', '), version,
+        treeshap._keys_where('t.row_key' || key_collation, keys, lo, hi, key_type),
+        key_collation,
+        CASE WHEN wide THEN '' ELSE ', e.feature' END)
+       INTO rows, distinct_rows, explained, removed;
+    -- a key the source holds twice would be written twice (as a pass fails its batch)
+    IF rows <> distinct_rows THEN
+        RAISE EXCEPTION 'column % of % is not a unique key', key, source USING ERRCODE = 'unique_violation';
     END IF;
-    SELECT format('%L::%s[]', array_agg(DISTINCT k), key_type) INTO keys FROM unnest(taken) k;
-    -- removed: the keys deleted that the source no longer has
-    EXECUTE format('WITH d AS (DELETE FROM %1$s t WHERE t.row_key = ANY (%2$s) AND t.model_version = %3$s '
-                   'RETURNING t.row_key) '
-                   'SELECT count(DISTINCT d.row_key) FILTER (WHERE NOT EXISTS '
-                   '(SELECT FROM %4$s s WHERE s.%5$s = d.row_key AND (%6$s))) FROM d',
-                   target, keys, version, source, key, coalesce(filter, 'true'))
-       INTO removed;
-    EXECUTE treeshap._batch_sql(model, layout, target, version,
-                                format('SELECT s.%1$s, %2$s FROM %3$s s WHERE s.%1$s = ANY (%4$s) AND (%5$s)',
-                                       key, columns, source, keys, coalesce(filter, 'true')),
-                                key_type, key_collation)
-       INTO explained, last;
 END
 $$;
 
@@ -1090,7 +1180,9 @@ DECLARE
     pending    boolean;
     plan       text;
     draw_rows  integer := 0;
-    changes    record;
+    change_rows bigint;
+    compare    boolean := false;
+    had_rows   boolean := false;
     complete   boolean := false;
     replaced   boolean;
     holds      text;
@@ -1154,16 +1246,17 @@ BEGIN
     ELSE
         PERFORM treeshap._check_target(tgt::regclass, layout, key_type);
     END IF;
-    -- following puts triggers on the source: a table the caller may put them on
-    -- (a statement on a partition or an inheritance child would not fire the parent's)
+    -- following puts triggers on the source: a table the caller may put them on (a
+    -- statement on a partition or an inheritance child would not fire the parent's);
+    -- any other source is compared whole with the target at every run
     IF follow AND ((SELECT c.relkind FROM pg_class c WHERE c.oid = source) <> 'r'
                    OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = source)
                    OR NOT has_table_privilege(source, 'TRIGGER')) THEN
-        RAISE EXCEPTION 'explain_into cannot follow the changes of %', source
-              USING ERRCODE = 'feature_not_supported',
-                    DETAIL = 'follow => true puts triggers on the source, which takes a table without partitions '
-                             'or inheritance children, whose owner runs the job.',
-                    HINT = 'Run with follow => false to append the rows the target lacks.';
+        compare := true;
+        RAISE NOTICE 'explain_into cannot track the changes of %: each run compares the whole source with the target', source
+              USING DETAIL = 'Changes are tracked by triggers, which take a table without partitions or inheritance '
+                             'children that the caller may put triggers on.',
+                    HINT = 'treeshap.jobs shows follow_by = ''comparison''.';
     END IF;
     -- workers split the source by its key: where that needs a unique index the
     -- table lacks, or where source or target is temporary (the workers are other
@@ -1225,13 +1318,14 @@ BEGIN
            old_versions = j.old_versions OR coalesce(j.model_version <> version, false)
                           OR j.target_oid IS DISTINCT FROM tgt::regclass,
            follow = explain_into.follow, rows_changed = 0, rows_removed = 0,
+           follow_by = CASE WHEN NOT explain_into.follow THEN NULL WHEN compare THEN 'comparison' ELSE 'triggers' END,
            follow_plan = CASE WHEN explain_into.follow THEN holds END,
            -- in step again only when this run's pass over the source ends
            in_step = complete
      WHERE j.job = job;
     PERFORM treeshap._job_update(job, 'start', version => version);
-    IF NOT follow THEN
-        -- (in_step is false already: such a run is never complete)
+    IF NOT follow OR compare THEN
+        -- (in_step is false already when not following: such a run is never complete)
         PERFORM treeshap._job_untrack(job, source);
     -- (the triggers are put on in a statement of their own: an OR may skip a call)
     ELSIF treeshap._job_track(job, source, key_column) THEN
@@ -1247,9 +1341,10 @@ BEGIN
         complete := false;
     END IF;
     -- a run in this session alone writes rows a parallel run's ranges may still
-    -- count as missing: those ranges are forgotten
+    -- count as missing: those ranges are forgotten (change ranges a stopped run left
+    -- are not: their keys are this run's to explain again)
     IF n_workers = 0 THEN
-        DELETE FROM treeshap.job_range x WHERE x.job = job;
+        DELETE FROM treeshap.job_range x WHERE x.job = job AND (x.keys IS NULL OR x.done);
     END IF;
     COMMIT;
     -- From here on every error is caught, recorded and re-raised after the
@@ -1259,26 +1354,52 @@ BEGIN
     -- session alone, count, then batch after batch; with workers, plan (or take up
     -- the ranges a stopped run left), work (the workers claim ranges until none is
     -- left), then rest (this session takes what no worker finished).
+    -- a comparison after a pass is needed where the target held rows the pass kept
+    IF compare AND NOT complete AND NOT created THEN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version) INTO had_rows;
+    END IF;
     IF complete THEN
-        -- the rows to do: at most the keys logged
-        PERFORM treeshap._job_update(job, 'count',
-                    (SELECT coalesce(sum(cardinality(c.keys)), 0) FROM treeshap.job_change c WHERE c.job = job));
-        COMMIT;
-        step := 'changes';
+        step := CASE WHEN compare THEN 'compare' ELSE 'drain' END;
     END IF;
     WHILE NOT finished LOOP
         BEGIN
-            IF step = 'changes' THEN
-                PERFORM treeshap._check_version(model, version);
-                SELECT * INTO changes FROM treeshap._job_apply_changes(job, model, layout, src, key, columns, filter,
-                                                                         tgt, version, key_name, key_coll, batch_size);
-                PERFORM treeshap._check_version(model, version);
-                finished := changes.explained IS NULL;
-                IF NOT finished THEN
-                    UPDATE treeshap.job_store j SET rows_changed = j.rows_changed + changes.explained,
-                                                    rows_removed = j.rows_removed + changes.removed
+            IF step = 'drain' THEN
+                -- a followed run's changes: the log (and what a stopped run left of it)
+                -- as ranges of keys, which workers take as they take a pass's
+                n_rows := treeshap._job_drain_changes(job, version, key_name, key_coll, batch_size);
+                UPDATE treeshap.job_store j SET rows_total = coalesce(j.rows_total, 0) + n_rows WHERE j.job = job;
+                step := 'change_work';
+            ELSIF step = 'compare' THEN
+                -- every key of the source or of the target, in ranges compared one by one
+                n_rows := treeshap._job_plan(job, version, key,
+                    format('FROM (SELECT s.%1$s FROM %2$s s WHERE s.%1$s IS NOT NULL AND (%3$s) '
+                           'UNION SELECT t.row_key%4$s FROM %5$s t WHERE t.model_version = %6$s) s',
+                           key, src, coalesce(filter, 'true'), key_coll, tgt, version),
+                    batch_size, false, 'compare', true);
+                UPDATE treeshap.job_store j SET rows_total = coalesce(j.rows_total, 0) + n_rows WHERE j.job = job;
+                step := 'change_work';
+            ELSIF step = 'change_work' THEN
+                -- workers for two ranges or more; this session takes the rest
+                change_rows := least(n_workers, (SELECT count(*) - 1 FROM treeshap.job_range x
+                                                  WHERE x.job = job AND NOT x.done AND x.keys IS NOT NULL));
+                IF change_rows > 0 THEN
+                    PERFORM treeshap._job_workers(change_rows::integer, job, model, layout, src, key, columns,
+                                                  filter, tgt, version, key_name, key_coll, false, 0, 'changes');
+                END IF;
+                step := 'change_rest';
+            ELSIF step = 'change_rest' THEN
+                n_rows := treeshap._job_run_range(job, model, layout, src, key, columns, filter, tgt,
+                                                  version, key_name, key_coll, true, false);
+                finished := n_rows IS NULL;
+                IF NOT finished AND n_workers = 0 THEN
+                    -- a run in this session alone keeps its progress in job_store
+                    UPDATE treeshap.job_store j SET rows_changed = j.rows_changed + n_rows,
+                                                    rows_removed = j.rows_removed + x.rows_removed
+                      FROM (SELECT y.rows_removed FROM treeshap.job_range y
+                             WHERE y.job = job AND y.done_by = pg_backend_pid()
+                             ORDER BY y.done_at DESC LIMIT 1) x
                      WHERE j.job = job;
-                    PERFORM treeshap._job_update(job, 'batch', changes.explained);
+                    PERFORM treeshap._job_update(job, 'batch', n_rows);
                 END IF;
             ELSIF step = 'count' AND n_workers = 0 THEN
                 EXECUTE 'SELECT count(*) ' || treeshap._pending_rows(src, key, filter, tgt, version)
@@ -1302,16 +1423,17 @@ BEGIN
                 -- else the run plans anew
                 plan := concat_ws(' ', src, key, filter);
                 IF EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job
-                              AND (NOT x.done OR x.hi IS NOT NULL AND x.range_no =
-                                   (SELECT max(y.range_no) FROM treeshap.job_range y WHERE y.job = job)))
-                   AND NOT EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job
+                              AND x.keys IS NULL AND (NOT x.done OR x.hi IS NOT NULL AND x.range_no =
+                                   (SELECT max(y.range_no) FROM treeshap.job_range y
+                                     WHERE y.job = job AND y.keys IS NULL)))
+                   AND NOT EXISTS (SELECT 1 FROM treeshap.job_range x WHERE x.job = job AND x.keys IS NULL
                                       AND (x.model_version <> version OR x.plan <> plan)) THEN
                     -- the rows to do are unknown while ranges are left to draw
                     n_rows := NULL;
-                    IF (SELECT x.hi FROM treeshap.job_range x WHERE x.job = job
+                    IF (SELECT x.hi FROM treeshap.job_range x WHERE x.job = job AND x.keys IS NULL
                          ORDER BY x.range_no DESC LIMIT 1) IS NULL THEN
                         SELECT sum(x.rows_planned) INTO n_rows FROM treeshap.job_range x
-                         WHERE x.job = job AND NOT x.done;
+                         WHERE x.job = job AND NOT x.done AND x.keys IS NULL;
                     ELSE
                         draw_rows := batch_size;
                     END IF;
@@ -1351,10 +1473,13 @@ BEGIN
                 step := 'rest';
             END IF;
             -- a followed run's pass over the source is over: what changed meanwhile is next
-            IF finished AND follow AND step <> 'changes' THEN
+            -- (the log; or, compared, the rows the target held before the pass)
+            IF finished AND follow AND step NOT IN ('drain', 'compare', 'change_work', 'change_rest') THEN
                 UPDATE treeshap.job_store j SET in_step = true WHERE j.job = job;
-                step := 'changes';
-                finished := false;
+                IF had_rows OR NOT compare THEN
+                    step := CASE WHEN compare THEN 'compare' ELSE 'drain' END;
+                    finished := false;
+                END IF;
             END IF;
             IF finished THEN
                 IF NOT keep_old_versions AND (SELECT j.old_versions FROM treeshap.job_store j WHERE j.job = job) THEN
