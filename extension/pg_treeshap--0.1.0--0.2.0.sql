@@ -1040,10 +1040,11 @@ $$;
 
 /* Turn a followed job's change log into change ranges, in the caller's transaction: the
    keys logged before any TRUNCATE mark, and those of change ranges a stopped run left,
-   each once, in key order, batch_rows keys a range; the log rows read are consumed. The
-   keys planned. Workers then take the ranges as they take a pass's (_job_run_range). */
+   each once, in key order, in ranges of batch_rows keys at most, and of fewer (down to
+   100) where that makes `parts` ranges (each worker a few); the log rows read are consumed. The keys
+   planned. Workers then take the ranges as they take a pass's (_job_run_range). */
 CREATE FUNCTION treeshap._job_drain_changes(job bigint, version bigint, key_type text, key_collation text,
-                                            batch_rows integer)
+                                            batch_rows integer, parts integer)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET extra_float_digits = 3
@@ -1066,7 +1067,8 @@ BEGIN
                    'AND x.keys IS NOT NULL RETURNING x.keys), '
                    'k AS (SELECT DISTINCT u::%1$s%2$s AS k FROM (SELECT keys FROM taken UNION ALL '
                    'SELECT keys FROM left_over) a, unnest(a.keys) u), '
-                   'n AS (SELECT k.k, (row_number() OVER (ORDER BY k.k) - 1) / $4 AS chunk FROM k), '
+                   'n AS (SELECT k.k, (row_number() OVER (ORDER BY k.k) - 1) / least($4, greatest(100, '
+                   'ceil(count(*) OVER () / $6::float8)))::bigint AS chunk FROM k), '
                    'planned AS (INSERT INTO treeshap.job_range (job, range_no, model_version, pending_only, '
                    'rows_planned, plan, keys) '
                    'SELECT $1, $3 + n.chunk::integer, $5, false, count(*), ''changes'', '
@@ -1075,7 +1077,7 @@ BEGIN
                    'SELECT coalesce(sum(rows_planned), 0) FROM planned',
                    key_type, key_collation)
        INTO n
-      USING job, coalesce(stop, 9223372036854775807), first, batch_rows, version;
+      USING job, coalesce(stop, 9223372036854775807), first, batch_rows, version, parts;
     RETURN n;
 END
 $$;
@@ -1366,7 +1368,8 @@ BEGIN
             IF step = 'drain' THEN
                 -- a followed run's changes: the log (and what a stopped run left of it)
                 -- as ranges of keys, which workers take as they take a pass's
-                n_rows := treeshap._job_drain_changes(job, version, key_name, key_coll, batch_size);
+                n_rows := treeshap._job_drain_changes(job, version, key_name, key_coll, batch_size,
+                                                      CASE WHEN n_workers > 0 THEN 4 * (n_workers + 1) ELSE 1 END);
                 UPDATE treeshap.job_store j SET rows_total = coalesce(j.rows_total, 0) + n_rows WHERE j.job = job;
                 step := 'change_work';
             ELSIF step = 'compare' THEN
