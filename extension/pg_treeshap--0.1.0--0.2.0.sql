@@ -105,6 +105,22 @@ END
 $$;
 COMMENT ON TYPE treeshap.shap_output IS
     'what SHAP values explain: margin (the trees'' raw sum), or probability (the link applied; needs a background)';
+-- requests_retried: requests the service failed (its executor or worker died) and that
+-- were sent again, once, when it was back (a client saw only a slower answer)
+DROP VIEW treeshap.gpu_status;
+DROP FUNCTION treeshap._gpu_status();
+CREATE FUNCTION treeshap._gpu_status()
+RETURNS TABLE (service text, service_pid integer, service_started timestamptz,
+               service_starts integer, executor_pid integer, executor_starts integer,
+               requests_served bigint, queue_depth integer,
+               launches bigint, merged_launches bigint,
+               device integer, name text, total_memory bigint, memory_used bigint,
+               compute_capability text, multiprocessors integer, message text,
+               requests_retried bigint)
+AS 'MODULE_PATHNAME', 'treeshap_gpu_status'
+LANGUAGE C VOLATILE;
+CREATE VIEW treeshap.gpu_status AS SELECT * FROM treeshap._gpu_status();
+GRANT SELECT ON treeshap.gpu_status TO PUBLIC;
 COMMENT ON VIEW treeshap.gpu_status IS
     'the GPU service: its state and processes, one row per GPU, the requests it has served';
 COMMENT ON VIEW treeshap.gpu_models IS

@@ -42,6 +42,9 @@ bash test/batching_check.sh || status=1
 echo "== the executor killed with SIGKILL"
 bash test/service_check.sh || status=1
 
+echo "== the executor killed under 8 pgbench clients: every request in flight sent again"
+bash test/service_load_check.sh 8 8 || status=1
+
 echo "== a load cancelled while the service plans its model"
 /usr/bin/python3 test/adversarial/planning_check.py || status=1
 

@@ -79,6 +79,8 @@ fi
 if want service; then
 echo "== the GPU service's executor killed with SIGKILL"
 bash test/service_check.sh || status=1
+echo "== the executor killed under 64 pgbench clients: every request in flight sent again"
+bash test/service_load_check.sh 64 10 || status=1
 fi
 
 if want jobs; then

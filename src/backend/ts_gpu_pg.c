@@ -130,6 +130,7 @@ load_request(TsCachedModel *entry, bool with_bytes, uint64 interface_room, TsInt
 	TsRequestHeader *h = dsm_segment_address(seg);
 	LoadAnswer	a;
 	TsError		err = {0};
+	uint64		seq;
 
 	memset(h, 0, sizeof(*h));
 	h->magic = TS_REQUEST_MAGIC;
@@ -140,7 +141,8 @@ load_request(TsCachedModel *entry, bool with_bytes, uint64 interface_room, TsInt
 	h->interface_room = interface_room;
 	if (with_bytes)
 		copy_bytes(entry, (char *) h + offset);
-	a.status = ts_service_wait(ts_service_submit(TS_EXEC_LOAD, 0, dsm_segment_handle(seg), h));
+	seq = ts_service_submit(TS_EXEC_LOAD, 0, dsm_segment_handle(seg), h);
+	a.status = ts_service_wait(&seq);
 	if (a.status != TS_REQUEST_OK && a.status != TS_REQUEST_NEED_MODEL)
 		report_failure(entry, a.status, h);
 	a.paths = h->paths;
@@ -480,7 +482,7 @@ ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 
 	for (int attempt = 1;; attempt++)
 	{
-		status = ts_service_wait(run->pending);
+		status = ts_service_wait(&run->pending);
 		run->pending = 0;
 		if (status != TS_REQUEST_NEED_MODEL || attempt > LOAD_ATTEMPTS)
 			break;

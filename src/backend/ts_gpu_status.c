@@ -19,7 +19,8 @@
 #include "executor/spi.h"
 #include "service/ts_service.h"
 
-#define GPU_STATUS_COLUMNS 17
+/* 0.1.0's function declares the first 17: a tuple takes as many values as its descriptor has */
+#define GPU_STATUS_COLUMNS 18
 
 PG_FUNCTION_INFO_V1(treeshap_gpu_status);
 PG_FUNCTION_INFO_V1(treeshap_gpu_models);
@@ -33,6 +34,7 @@ typedef struct ServiceLoad
 	int			queue_depth;
 	uint64		launches;		/* device launches */
 	uint64		merged;			/* launches that served several requests at once */
+	uint64		retried;		/* requests sent again after the service failed them */
 	int64		device_bytes[TS_EXECUTOR_MAX_DEVICES];	/* the service's models and buffers per device */
 } ServiceLoad;
 
@@ -80,6 +82,8 @@ put_row(ReturnSetInfo *rsinfo, const TsServiceStatus *st, const ServiceLoad *loa
 									 ? "add pg_treeshap to shared_preload_libraries and restart the server"
 									 : st->found.message);
 	nulls[16] = loaded && st->found.message[0] == '\0';
+	values[17] = Int64GetDatum((int64) load->retried);
+	nulls[17] = !loaded;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -99,6 +103,7 @@ treeshap_gpu_status(PG_FUNCTION_ARGS)
 	load.queue_depth = ts_service_queue_depth();
 	load.launches = stats.launches;
 	load.merged = stats.merged;
+	load.retried = ts_service_shared() != NULL ? pg_atomic_read_u64(&ts_service_shared()->retried) : 0;
 	memcpy(load.device_bytes, stats.device_bytes, sizeof(load.device_bytes));
 	if (st.found.num_devices == 0)
 		put_row(rsinfo, &st, &load, -1);

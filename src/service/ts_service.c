@@ -59,6 +59,7 @@ service_shmem_startup(void)
 		shared->lock = &(GetNamedLWLockTranche(TS_SERVICE_SHMEM_NAME))->lock;
 		shared->status.state = TS_SERVICE_STARTING;
 		pg_atomic_init_u32(&shared->worker_procno, TS_INVALID_PROC_NUMBER);
+		pg_atomic_init_u64(&shared->retried, 0);
 		shared->num_slots = MaxBackends;
 		for (int i = 0; i < shared->num_slots; i++)
 			SpinLockInit(&shared->slots[i].mutex);

@@ -81,6 +81,7 @@ typedef struct TsServiceShared
 	TsServiceStatus status;
 	pg_atomic_uint32 worker_procno; /* the running worker's ProcNumber, or TS_INVALID_PROC_NUMBER */
 	TsExecutorStats stats;		/* guarded by lock: requests since the worker started, resident models */
+	pg_atomic_uint64 retried;	/* requests sent again after the service failed them, since the server started */
 	int			num_slots;
 	TsServiceSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } TsServiceShared;
@@ -101,11 +102,15 @@ struct TsRequestHeader;
 extern uint64 ts_service_submit(int32 kind, int32 arg, uint32 segment, struct TsRequestHeader *header);
 
 /*
- * Wait for the answer to request seq: the executor's result. ERROR when
- * it fails, the service goes, or the wait is interrupted (cancel,
- * statement_timeout, terminate), abandoning the request.
+ * Wait for the answer to request *seq: the executor's result. A request
+ * the service failed (its executor or worker died, or was restarting) is
+ * sent once more, as it was, when the service is back (within 10 s; *seq
+ * is then the new request's): requests are read-only and deterministic.
+ * ERROR when it fails again, the service does not come back, or the wait
+ * is interrupted (cancel, statement_timeout, terminate), abandoning the
+ * request.
  */
-extern int32 ts_service_wait(uint64 seq);
+extern int32 ts_service_wait(uint64 *seq);
 
 /*
  * The service's state once it has started (ready, or no device), waiting

@@ -1,9 +1,12 @@
 /*
  * ts_service_request.c - a backend's side of a request to the GPU service:
- * fill its slot, wake the worker, sleep on its latch until the answer, and
- * end with an ERROR when the request fails, the worker goes, or the wait is
- * interrupted (cancel, statement_timeout), abandoning the request so that
- * its answer is dropped. Nothing here touches CUDA.
+ * fill its slot, wake the worker, sleep on its latch until the answer. A
+ * request the service failed (its executor or worker died) is sent once
+ * more when the service is back, so a client sees a slower answer, not an
+ * error: every request is read-only and deterministic. A second failure,
+ * a service that does not come back, or an interrupted wait (cancel,
+ * statement_timeout) ends with an ERROR, abandoning the request so that its
+ * answer is dropped. Nothing here touches CUDA.
  */
 #include "postgres.h"
 
@@ -26,6 +29,9 @@
 /* How long a call that needs the GPU waits for a starting service, and how often it looks. */
 #define START_WAIT_MS 10000
 #define START_POLL_MS 20
+
+/* How long a failed request waits for the service to come back before it is sent again. */
+#define RETRY_WAIT_MS 10000
 
 static bool exit_hook_set = false;
 
@@ -130,49 +136,51 @@ abandon_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 	abandon_request(sh, slot, seq);
 }
 
-/* Take the answer to request seq if it came: true when done; ERROR when it failed. */
-static bool
-take_answer(TsServiceSlot *slot, uint64 seq, int32 *result)
+/* What became of a request: no answer yet, answered, or failed by the service. */
+typedef enum TsAnswer
+{
+	TS_ANSWER_NONE,
+	TS_ANSWER_DONE,
+	TS_ANSWER_FAILED
+} TsAnswer;
+
+/* Take the answer to request seq if it came (the result, or the service's error message). */
+static TsAnswer
+take_answer(TsServiceSlot *slot, uint64 seq, int32 *result, char *error)
 {
 	TsSlotState state;
-	char		error[sizeof(slot->error)];
 
 	SpinLockAcquire(&slot->mutex);
 	state = slot->seq == seq ? slot->state : TS_SLOT_FREE;
 	if (state == TS_SLOT_DONE)
 		*result = slot->result;
 	else if (state == TS_SLOT_FAILED)
-		memcpy(error, slot->error, sizeof(error));
+		memcpy(error, slot->error, sizeof(slot->error));
 	if (state == TS_SLOT_DONE || state == TS_SLOT_FAILED)
 		slot->state = TS_SLOT_FREE;
 	SpinLockRelease(&slot->mutex);
-	if (state == TS_SLOT_FAILED)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYSTEM_ERROR),
-				 errmsg("%s", error)));
-	return state == TS_SLOT_DONE;
+	return state == TS_SLOT_DONE ? TS_ANSWER_DONE : state == TS_SLOT_FAILED ? TS_ANSWER_FAILED : TS_ANSWER_NONE;
 }
 
-/* ERROR when the worker that took the request is gone (its failures then come from nobody). */
-static void
-check_worker(int worker_pid)
+/* This backend's last request, as submitted: sent again, as it was, after a failure. */
+typedef struct TsLastRequest
 {
+	int32		kind;
+	int32		arg;
+	uint32		segment;
+	TsRequestHeader *header;
+	int			worker_pid;		/* the worker and executor that took it */
+	int			executor_pid;
+} TsLastRequest;
+
+static TsLastRequest last_request;
+
+/* Queue the last request (again) with the service that runs now; its sequence number. */
+static uint64
+send_last_request(void)
+{
+	TsServiceShared *sh = running_service(&last_request.worker_pid);
 	TsServiceStatus st;
-
-	ts_service_status(&st);
-	if (st.pid != worker_pid)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYSTEM_ERROR),
-				 errmsg("the GPU service stopped during this request")));
-}
-
-/* The worker that took this backend's last request (checked while waiting). */
-static int	request_worker_pid = 0;
-
-uint64
-ts_service_submit(int32 kind, int32 arg, uint32 segment, TsRequestHeader *header)
-{
-	TsServiceShared *sh = running_service(&request_worker_pid);
 	uint64		seq;
 
 	if (MyProc == NULL || ts_proc_number(MyProc) >= sh->num_slots)
@@ -182,9 +190,75 @@ ts_service_submit(int32 kind, int32 arg, uint32 segment, TsRequestHeader *header
 		before_shmem_exit(abandon_at_exit, (Datum) 0);
 		exit_hook_set = true;
 	}
-	seq = queue_request(&sh->slots[ts_proc_number(MyProc)], kind, arg, segment, header);
+	ts_service_status(&st);
+	last_request.executor_pid = st.executor_pid;
+	seq = queue_request(&sh->slots[ts_proc_number(MyProc)], last_request.kind, last_request.arg,
+						last_request.segment, last_request.header);
 	wake_worker(sh);
 	return seq;
+}
+
+uint64
+ts_service_submit(int32 kind, int32 arg, uint32 segment, TsRequestHeader *header)
+{
+	last_request.kind = kind;
+	last_request.arg = arg;
+	last_request.segment = segment;
+	last_request.header = header;
+	return send_last_request();
+}
+
+/* Whether the service runs the worker and executor that took the last request. */
+static bool
+same_service(void)
+{
+	TsServiceStatus st;
+
+	ts_service_status(&st);
+	return st.pid == last_request.worker_pid && st.executor_pid == last_request.executor_pid;
+}
+
+/* Whether the worker that took the last request is gone (its requests then fail for nobody). */
+static bool
+worker_gone(void)
+{
+	TsServiceStatus st;
+
+	ts_service_status(&st);
+	return st.pid != last_request.worker_pid;
+}
+
+/*
+ * Wait (cancel and statement_timeout still reach it) until a new worker or
+ * executor has replaced those that failed the last request and is ready,
+ * then send the request again; its new sequence number. ERROR with the
+ * failure's message when the service is not back within RETRY_WAIT_MS.
+ */
+static uint64
+send_again(const char *failure)
+{
+	TsServiceShared *sh = ts_service_shared();
+	TsServiceStatus st;
+
+	for (int waited = 0;; waited += START_POLL_MS)
+	{
+		ts_service_status(&st);
+		if (st.state == TS_SERVICE_READY && !same_service() &&
+			pg_atomic_read_u32(&sh->worker_procno) != TS_INVALID_PROC_NUMBER)
+			break;
+		if (waited >= RETRY_WAIT_MS)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("%s", failure),
+					 errdetail("The GPU service was not back within %d s to take the request again.",
+							   RETRY_WAIT_MS / 1000)));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 START_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pg_atomic_fetch_add_u64(&sh->retried, 1);
+	return send_last_request();
 }
 
 void
@@ -197,17 +271,38 @@ ts_service_abandon(uint64 seq)
 }
 
 int32
-ts_service_wait(uint64 seq)
+ts_service_wait(uint64 *seq)
 {
 	TsServiceShared *sh = ts_service_shared();
 	TsServiceSlot *slot = &sh->slots[ts_proc_number(MyProc)];
 	int32		result = 0;
+	bool		sent_again = false;
+	char		error[sizeof(slot->error)];
 
 	PG_TRY();
 	{
-		while (!take_answer(slot, seq, &result))
+		for (;;)
 		{
-			check_worker(request_worker_pid);
+			TsAnswer	answer = take_answer(slot, *seq, &result, error);
+
+			if (answer == TS_ANSWER_DONE)
+				break;
+			if (answer == TS_ANSWER_NONE && worker_gone())
+			{
+				strlcpy(error, "the GPU service stopped during this request", sizeof(error));
+				answer = TS_ANSWER_FAILED;
+			}
+			if (answer == TS_ANSWER_FAILED)
+			{
+				if (sent_again)
+					ereport(ERROR,
+							(errcode(ERRCODE_SYSTEM_ERROR),
+							 errmsg("%s", error),
+							 errdetail("The request had been sent again once already.")));
+				sent_again = true;
+				*seq = send_again(error);
+				continue;
+			}
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 WORKER_CHECK_MS, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
@@ -216,7 +311,7 @@ ts_service_wait(uint64 seq)
 	}
 	PG_CATCH();
 	{
-		abandon_request(sh, slot, seq);
+		abandon_request(sh, slot, *seq);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -246,13 +341,15 @@ ts_service_ping(int32 wait_ms)
 {
 	instr_time	start,
 				elapsed;
+	uint64		seq;
 
 	if (wait_ms < 0 || wait_ms > 60000)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("wait_ms must be between 0 and 60000")));
 	INSTR_TIME_SET_CURRENT(start);
-	(void) ts_service_wait(ts_service_submit(TS_EXEC_PING, wait_ms, 0, NULL));
+	seq = ts_service_submit(TS_EXEC_PING, wait_ms, 0, NULL);
+	(void) ts_service_wait(&seq);
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	return INSTR_TIME_GET_MILLISEC(elapsed);
