@@ -142,7 +142,7 @@ load_request(TsCachedModel *entry, bool with_bytes, uint64 interface_room, TsInt
 	if (with_bytes)
 		copy_bytes(entry, (char *) h + offset);
 	seq = ts_service_submit(TS_EXEC_LOAD, 0, dsm_segment_handle(seg), h);
-	a.status = ts_service_wait(&seq);
+	a.status = ts_service_wait(&seq, NULL);
 	if (a.status != TS_REQUEST_OK && a.status != TS_REQUEST_NEED_MODEL)
 		report_failure(entry, a.status, h);
 	a.paths = h->paths;
@@ -479,11 +479,15 @@ double *
 ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows)
 {
 	int32		status;
+	bool		gone = false;
 
 	for (int attempt = 1;; attempt++)
 	{
-		status = ts_service_wait(&run->pending);
+		/* under auto a service that does not come back leaves the batch to the CPU */
+		status = ts_service_wait(&run->pending, ts_device == TS_DEVICE_AUTO ? &gone : NULL);
 		run->pending = 0;
+		if (gone)
+			return NULL;
 		if (status != TS_REQUEST_NEED_MODEL || attempt > LOAD_ATTEMPTS)
 			break;
 		(void) load_request(run->entry, true, 0, NULL);	/* the run found it missing */

@@ -64,7 +64,9 @@ extern void ts_gpu_run_submit(TsGpuRun *run, int slot, int32 nrows);
 
 /*
  * Wait for a slot's batch, answering cancel meanwhile; returns its result in
- * the run kind's layout, long paths included (interactions finished).
+ * the run kind's layout, long paths included (interactions finished). NULL
+ * under treeshap.device = auto when the GPU service failed the batch and did
+ * not come back: the caller computes it (and the rest) on the CPU.
  */
 extern double *ts_gpu_run_wait(TsGpuRun *run, int slot, int32 nrows);
 

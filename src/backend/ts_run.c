@@ -83,9 +83,9 @@ phase_charge(TsPhaseClock *c, instr_time *phase)
  */
 #define TS_CPU_RESULT_BYTES ((Size) 64 * 1024 * 1024)
 
-/* What the CPU computes for a result kind, on how many threads; returns the rows per run. */
+/* What the CPU computes for a result kind with this model and path table, on how many threads; returns the rows per run. */
 static int64
-cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
+cpu_rows_init(const TsEmitter *em, TsCpuRows *r, const TsModel *model, const TsPathTable *paths)
 {
 	Size		row_bytes;
 	int64		span;
@@ -95,8 +95,8 @@ cpu_rows_init(const TsEmitter *em, TsCpuRows *r)
 		: em->kind == TS_RESULT_TOP ? TS_ROWS_TOP_FEATURES : TS_ROWS_SHAP;
 	r->top_k = em->top_k;
 	r->background = em->background;
-	r->model = em->model;
-	r->paths = em->paths;
+	r->model = model;
+	r->paths = paths;
 	r->algorithm = em->algorithm;
 	r->method = em->spec.method;
 	r->selection = em->spec.selection;
@@ -272,7 +272,7 @@ ts_run_cpu(TsEmitter *em, TsCachedModel *cached, const TsSource *src, Oid key_ty
 {
 	TsBatchReader reader;
 	TsCpuRows	rows;
-	int64		span = cpu_rows_init(em, &rows);
+	int64		span = cpu_rows_init(em, &rows, em->model, em->paths);
 
 	ts_batch_open_source(&reader, src, cached->model, key_type);
 	if (ts_cpu_rows_can_overlap(&rows))
@@ -280,6 +280,56 @@ ts_run_cpu(TsEmitter *em, TsCachedModel *cached, const TsSource *src, Oid key_ty
 	else
 		run_cpu_serial(em, &reader, &rows, span);
 	ts_batch_close(&reader);
+}
+
+/* Compute and emit n rows already converted into x, span rows at a time, on the CPU. */
+static void
+cpu_rows_from(TsEmitter *em, TsCpuRows *rows, int64 span, const float *x, int64 n, const TsKeySlot *ks)
+{
+	Size		nf = em->model->num_features;
+
+	for (int64 first = 0; first < n; first += span)
+	{
+		int64		count = Min(span, n - first);
+
+		rows->x = x + first * nf;
+		ts_cpu_rows_compute(rows, count);
+		consume_cpu_rows(em, ks->keys + first, ks->key_null + first, count, rows->out);
+	}
+}
+
+/*
+ * The GPU service failed the batch in slot `slot` and did not come back
+ * (treeshap.device = auto): that batch, the one fetched after it (next_n rows
+ * in the other slot) and the rest of the source are computed on the CPU,
+ * with the model's trees (a GPU call's cache entry holds only its interface).
+ */
+static void
+finish_on_cpu(TsEmitter *em, TsBatchReader *reader, TsCachedModel *cached, TsGpuRun *run, int slot,
+			  int32 n, const TsKeySlot ks[2], int32 next_n)
+{
+	TsCachedModel *trees;
+	TsCpuRows	rows;
+	int64		span;
+
+	ereport(NOTICE,
+			(errmsg("the GPU service failed a request and did not come back: computing the rest of this call on the CPU"),
+			 errhint("treeshap.gpu_status shows the service's state.")));
+	trees = ts_model_acquire(cached->name, false);
+	PG_TRY();
+	{
+		span = cpu_rows_init(em, &rows, trees->model,
+							 em->kind == TS_RESULT_PREDICT ? NULL : ts_model_paths(trees));
+		cpu_rows_from(em, &rows, span, ts_gpu_run_input(run, slot), n, &ks[slot]);
+		cpu_rows_from(em, &rows, span, ts_gpu_run_input(run, 1 - slot), next_n, &ks[1 - slot]);
+		reader->x_target = NULL;
+		run_cpu_serial(em, reader, &rows, span);
+	}
+	PG_FINALLY();
+	{
+		ts_model_release(trees);
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -336,6 +386,12 @@ ts_run_gpu(TsEmitter *em, TsGpuRun **runp, TsCachedModel *cached, const TsSource
 		phase_charge(&clock, &clock.fetch);
 		pending_phi = ts_gpu_run_wait(run, running, running_n);
 		phase_charge(&clock, &clock.wait);
+		if (pending_phi == NULL)
+		{
+			finish_on_cpu(em, &reader, cached, run, running, running_n, ks, next_n);
+			pending = -1;
+			break;
+		}
 		pending = running;
 		pending_n = running_n;
 		rows += running_n;

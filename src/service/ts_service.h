@@ -106,11 +106,12 @@ extern uint64 ts_service_submit(int32 kind, int32 arg, uint32 segment, struct Ts
  * the service failed (its executor or worker died, or was restarting) is
  * sent once more, as it was, when the service is back (within 10 s; *seq
  * is then the new request's): requests are read-only and deterministic.
- * ERROR when it fails again, the service does not come back, or the wait
- * is interrupted (cancel, statement_timeout, terminate), abandoning the
- * request.
+ * ERROR when it fails again, the service does not come back (unless gone
+ * is given: then *gone is set and 0 returned, the caller computing without
+ * the service), or the wait is interrupted (cancel, statement_timeout,
+ * terminate), abandoning the request.
  */
-extern int32 ts_service_wait(uint64 *seq);
+extern int32 ts_service_wait(uint64 *seq, bool *gone);
 
 /*
  * The service's state once it has started (ready, or no device), waiting

@@ -231,11 +231,12 @@ worker_gone(void)
 /*
  * Wait (cancel and statement_timeout still reach it) until a new worker or
  * executor has replaced those that failed the last request and is ready,
- * then send the request again; its new sequence number. ERROR with the
- * failure's message when the service is not back within RETRY_WAIT_MS.
+ * then send the request again; its new sequence number. When the service
+ * is not back within RETRY_WAIT_MS: 0 with *gone set where given, else
+ * ERROR with the failure's message.
  */
 static uint64
-send_again(const char *failure)
+send_again(const char *failure, bool *gone)
 {
 	TsServiceShared *sh = ts_service_shared();
 	TsServiceStatus st;
@@ -246,6 +247,11 @@ send_again(const char *failure)
 		if (st.state == TS_SERVICE_READY && !same_service() &&
 			pg_atomic_read_u32(&sh->worker_procno) != TS_INVALID_PROC_NUMBER)
 			break;
+		if (waited >= RETRY_WAIT_MS && gone != NULL)
+		{
+			*gone = true;
+			return 0;
+		}
 		if (waited >= RETRY_WAIT_MS)
 			ereport(ERROR,
 					(errcode(ERRCODE_SYSTEM_ERROR),
@@ -271,7 +277,7 @@ ts_service_abandon(uint64 seq)
 }
 
 int32
-ts_service_wait(uint64 *seq)
+ts_service_wait(uint64 *seq, bool *gone)
 {
 	TsServiceShared *sh = ts_service_shared();
 	TsServiceSlot *slot = &sh->slots[ts_proc_number(MyProc)];
@@ -300,7 +306,9 @@ ts_service_wait(uint64 *seq)
 							 errmsg("%s", error),
 							 errdetail("The request had been sent again once already.")));
 				sent_again = true;
-				*seq = send_again(error);
+				*seq = send_again(error, gone);
+				if (*seq == 0)
+					break;		/* not back: the caller goes on without it */
 				continue;
 			}
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -349,7 +357,7 @@ ts_service_ping(int32 wait_ms)
 				 errmsg("wait_ms must be between 0 and 60000")));
 	INSTR_TIME_SET_CURRENT(start);
 	seq = ts_service_submit(TS_EXEC_PING, wait_ms, 0, NULL);
-	(void) ts_service_wait(&seq);
+	(void) ts_service_wait(&seq, NULL);
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	return INSTR_TIME_GET_MILLISEC(elapsed);
