@@ -701,6 +701,7 @@ CREATE FUNCTION treeshap._job_plan(job bigint, version bigint, key text, rows_fr
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET extra_float_digits = 3
+SET IntervalStyle = postgres
 AS $$
 DECLARE
     bounds text[];
@@ -759,6 +760,7 @@ CREATE FUNCTION treeshap._job_draw(job bigint, version bigint, source text, key 
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET extra_float_digits = 3
+SET IntervalStyle = postgres
 AS $$
 DECLARE
     last      record;
@@ -930,48 +932,55 @@ CREATE TABLE treeshap.job_change (
 );
 COMMENT ON TABLE treeshap.job_change IS 'keys changed in a followed source since its explain_into job consumed them, a row per statement';
 
-/* Whether the current role may log changes of a job's source: whether it may write it. */
-CREATE FUNCTION treeshap._may_log(job bigint)
-RETURNS boolean
-LANGUAGE sql STABLE
-AS $$
-    SELECT coalesce((SELECT has_table_privilege(j.source, 'INSERT, UPDATE, DELETE, TRUNCATE')
-                       FROM treeshap.job_store j WHERE j.job = _may_log.job AND j.follow), false);
-$$;
 ALTER TABLE treeshap.job_change ENABLE ROW LEVEL SECURITY;
--- who may change a followed source logs its keys (one check a statement); only the
--- job's owner reads the log (the keys are the source's) and consumes it
-CREATE POLICY change_log ON treeshap.job_change FOR INSERT WITH CHECK (treeshap._may_log(job));
+-- only the job's owner reads the log (the keys are the source's) and consumes it; rows
+-- come only from the job's own triggers (_job_log_changes), whoever wrote the source
 CREATE POLICY change_read ON treeshap.job_change FOR SELECT USING (treeshap._owns_job(job));
 CREATE POLICY change_rest ON treeshap.job_change FOR UPDATE
     USING (treeshap._owns_job(job)) WITH CHECK (treeshap._owns_job(job));
 CREATE POLICY change_done ON treeshap.job_change FOR DELETE USING (treeshap._owns_job(job));
-GRANT SELECT, INSERT, UPDATE, DELETE ON treeshap.job_change TO PUBLIC;
+GRANT SELECT, UPDATE, DELETE ON treeshap.job_change TO PUBLIC;
+-- the followed source, by oid: a renamed source is still the job's
+ALTER TABLE treeshap.job_store ADD COLUMN source_oid oid;
 
 
 /* The triggers of a followed source: the keys a statement inserted, updated (old and
    new) or deleted go into the change log of the job named by the first argument (the
    key column's number is the second: a renamed key is still found); a TRUNCATE, or a
-   key column gone, logs a NULL key (the next run explains the target anew). Runs as
-   whoever changed the source; keys are written at full precision, and the log's row
-   level security applies whatever the writer's row_security. */
+   key column gone, logs a NULL key (the next run explains the target anew). Keys are
+   written at full precision, in one style whatever the writer's settings. It runs as
+   the extension's owner, so that whoever may write the source (a column's privilege, an
+   updatable view) logs what they wrote and a failing check never fails their write;
+   and it logs only from the job's own triggers on the job's own source, so no one else
+   can log into a job. A trigger of a job that is gone, or no longer follows by
+   triggers, logs nothing. */
 CREATE FUNCTION treeshap._job_log_changes()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 SET extra_float_digits = 3
-SET row_security = on
+SET IntervalStyle = postgres
 AS $$
 DECLARE
     key text;
 BEGIN
+    IF NOT EXISTS (SELECT FROM treeshap.job_store j
+                    WHERE j.job = TG_ARGV[0]::bigint AND j.follow AND j.follow_by = 'triggers'
+                      AND j.source_oid = TG_RELID
+                      AND TG_NAME = ANY (treeshap._job_trigger_names(j.job, TG_ARGV[1]::int2))) THEN
+        RETURN NULL;
+    END IF;
     SELECT a.attname INTO key FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = TG_RELID AND a.attnum = TG_ARGV[1]::int2 AND NOT a.attisdropped;
     IF TG_OP = 'TRUNCATE' OR key IS NULL THEN
         INSERT INTO treeshap.job_change (job, keys) VALUES (TG_ARGV[0]::bigint, NULL);
     ELSE
-        -- one row for the statement; the key column's name goes in by the second format
+        -- a row for every million keys of the statement (an array holds at most a
+        -- gigabyte); the key column's name goes in by the second format
         EXECUTE format(format('INSERT INTO treeshap.job_change (job, keys) SELECT $1, array_agg(k) '
-                              'FROM (%s) x(k) WHERE k IS NOT NULL HAVING count(*) > 0',
+                              'FROM (SELECT k, (row_number() OVER () - 1) / 1000000 AS part '
+                              'FROM (%s) x(k) WHERE k IS NOT NULL) y GROUP BY part',
                               CASE TG_OP WHEN 'INSERT' THEN 'SELECT to_json(n.%1$I) #>> ''{}'' FROM treeshap_new n'
                                          WHEN 'DELETE' THEN 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o'
                                          ELSE 'SELECT to_json(o.%1$I) #>> ''{}'' FROM treeshap_old o UNION '
@@ -1011,7 +1020,9 @@ BEGIN
                                  WHERE g.tgname LIKE 'treeshap\_job\_' || j.job || '\_%' AND j.follow) LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', t, source);
     END LOOP;
-    IF (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = source AND g.tgname = ANY (names)) = 4 THEN
+    -- all four, enabled always (one disabled for a while may have missed changes)
+    IF (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = source AND g.tgname = ANY (names)
+           AND g.tgenabled = 'A') = 4 THEN
         RETURN false;
     END IF;
     PERFORM treeshap._job_untrack(job, source);
@@ -1038,7 +1049,9 @@ BEGIN
 END
 $$;
 
-/* Take a job's triggers off its source, and forget its change log (a run that does not follow). */
+/* Take a job's triggers off its source, and forget its change log (a run that does not
+   follow by triggers). Triggers on a table the caller no longer owns stay: they log
+   nothing for a job that does not follow by triggers. */
 CREATE FUNCTION treeshap._job_untrack(job bigint, source regclass)
 RETURNS void
 LANGUAGE plpgsql
@@ -1046,8 +1059,9 @@ AS $$
 DECLARE
     t text;
 BEGIN
-    FOR t IN SELECT g.tgname FROM pg_trigger g
-              WHERE g.tgrelid = source AND g.tgname LIKE 'treeshap\_job\_' || job || '\_%' LOOP
+    FOR t IN SELECT g.tgname FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
+              WHERE g.tgrelid = source AND g.tgname LIKE 'treeshap\_job\_' || job || '\_%'
+                AND pg_has_role(c.relowner, 'USAGE') LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', t, source);
     END LOOP;
     DELETE FROM treeshap.job_change c WHERE c.job = _job_untrack.job;
@@ -1064,6 +1078,7 @@ CREATE FUNCTION treeshap._job_drain_changes(job bigint, version bigint, key_type
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET extra_float_digits = 3
+SET IntervalStyle = postgres
 AS $$
 DECLARE
     stop  bigint := (SELECT min(c.seq) FROM treeshap.job_change c
@@ -1098,14 +1113,14 @@ BEGIN
 END
 $$;
 
-/* A condition on a key expression: the key is one of keys, or (none listed) from lo
-   (NULL: unbounded) up to, not including, hi (NULL: unbounded). */
+/* A condition on a key expression: the key is one of keys, or (none listed) not NULL,
+   from lo (NULL: unbounded) up to, not including, hi (NULL: unbounded). */
 CREATE FUNCTION treeshap._keys_where(expr text, keys text[], lo text, hi text, key_type text)
 RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
     SELECT CASE WHEN cardinality(keys) > 0 THEN format('%s = ANY (%L::%s[])', expr, keys, key_type)
-                ELSE concat_ws(' AND ', 'true',
+                ELSE concat_ws(' AND ', expr || ' IS NOT NULL',
                                CASE WHEN lo IS NOT NULL THEN format('%s >= %L::%s', expr, lo, key_type) END,
                                CASE WHEN hi IS NOT NULL THEN format('%s < %L::%s', expr, hi, key_type) END) END;
 $$;
@@ -1139,8 +1154,8 @@ BEGIN
         'coalesce(%5$s, false) AS unchanged FROM e LEFT JOIN %7$s t ON %8$s), '
         'u AS (UPDATE %7$s t SET (%9$s) = ROW(%6$s), computed_at = now() FROM m e '
         'WHERE %8$s AND e.held AND NOT e.unchanged RETURNING 1), '
-        'i AS (INSERT INTO %7$s (row_key, output, %9$s, model_version) '
-        'SELECT e.row_key, e.output, %6$s, %10$s FROM m e WHERE NOT e.held RETURNING 1), '
+        'i AS (INSERT INTO %7$s (row_key, output, %14$s%9$s, model_version) '
+        'SELECT e.row_key, e.output, %15$s%6$s, %10$s FROM m e WHERE NOT e.held RETURNING 1), '
         'd AS (DELETE FROM %7$s t WHERE %11$s AND t.model_version = %10$s '
         'AND NOT EXISTS (SELECT FROM e WHERE e.row_key = t.row_key%12$s) RETURNING t.row_key) '
         'SELECT (SELECT count(*) FROM e), (SELECT count(DISTINCT (e.row_key, e.output%13$s)) FROM e), '
@@ -1158,7 +1173,8 @@ BEGIN
         target, same, array_to_string(vals, ', '), version,
         treeshap._keys_where('t.row_key' || key_collation, keys, lo, hi, key_type),
         key_collation,
-        CASE WHEN wide THEN '' ELSE ', e.feature' END)
+        CASE WHEN wide THEN '' ELSE ', e.feature' END,
+        CASE WHEN wide THEN '' ELSE 'feature, ' END, CASE WHEN wide THEN '' ELSE 'e.feature, ' END)
        INTO rows, distinct_rows, explained, removed;
     -- a key the source holds twice would be written twice (as a pass fails its batch)
     IF rows <> distinct_rows THEN
@@ -1267,13 +1283,13 @@ BEGIN
     -- following puts triggers on the source: a table the caller may put them on (a
     -- statement on a partition or an inheritance child would not fire the parent's);
     -- any other source is compared whole with the target at every run
-    IF follow AND ((SELECT c.relkind FROM pg_class c WHERE c.oid = source) <> 'r'
-                   OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = source)
-                   OR NOT has_table_privilege(source, 'TRIGGER')) THEN
+    IF follow AND ((SELECT c.relkind <> 'r' OR c.relispartition OR NOT pg_has_role(c.relowner, 'USAGE')
+                      FROM pg_class c WHERE c.oid = source)
+                   OR EXISTS (SELECT FROM pg_inherits i WHERE source IN (i.inhparent, i.inhrelid))) THEN
         compare := true;
         RAISE NOTICE 'explain_into cannot track the changes of %: each run compares the whole source with the target', source
-              USING DETAIL = 'Changes are tracked by triggers, which take a table without partitions or inheritance '
-                             'children that the caller may put triggers on.',
+              USING DETAIL = 'Changes are tracked by triggers, which take a table that the caller owns, neither '
+                             'partitioned nor a partition, without inheritance parents or children.',
                     HINT = 'treeshap.jobs shows follow_by = ''comparison''.';
     END IF;
     -- workers split the source by its key: where that needs a unique index the
@@ -1301,6 +1317,11 @@ BEGIN
     -- one spelling per table: the job's name and its lock key
     SELECT format('%I.%I', n.nspname, c.relname) INTO tgt
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tgt::regclass;
+    -- a source renamed since: its job is the one whose source it is
+    UPDATE treeshap.job_store j SET source = src
+     WHERE j.model = explain_into.model AND j.target = tgt AND j.source_oid = source AND j.source <> src
+       AND NOT EXISTS (SELECT FROM treeshap.job_store k
+                        WHERE k.model = explain_into.model AND k.target = tgt AND k.source = src);
     job := treeshap._job_open(model, src, tgt, layout, created);
     -- a followed target is one source's: another job's rows would be taken for stale
     IF EXISTS (SELECT FROM treeshap.job_store j WHERE j.target = tgt AND j.job <> job
@@ -1337,6 +1358,7 @@ BEGIN
                           OR j.target_oid IS DISTINCT FROM tgt::regclass,
            follow = explain_into.follow, rows_changed = 0, rows_removed = 0,
            follow_by = CASE WHEN NOT explain_into.follow THEN NULL WHEN compare THEN 'comparison' ELSE 'triggers' END,
+           source_oid = source,
            follow_plan = CASE WHEN explain_into.follow THEN holds END,
            -- in step again only when this run's pass over the source ends
            in_step = complete

@@ -55,7 +55,7 @@ $$;
 CREATE FUNCTION t24.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
     $$ SELECT * FROM treeshap.jobs j WHERE j.target = job.target $$;
 
-SELECT plan(29);
+SELECT plan(37);
 
 -- a first run puts the triggers on the source and explains every row
 CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
@@ -223,6 +223,79 @@ SELECT is((SELECT format('missing %s, extra %s, rows_changed %s, rows_removed %s
           format('missing 0, extra 0, rows_changed %s, rows_removed %s', (SELECT count(*) FROM t24.parted),
                  (SELECT count(*) FROM t24.src s WHERE s.id % 11 = 0 AND s.id < 3000 OR s.id BETWEEN 100 AND 200)),
           'a compared partitioned table''s target follows changes written to its partitions');
+
+-- the source's writers are never refused: a column's privilege, a renamed source, a
+-- writer through a view, triggers of a job that is gone; the changes are followed
+CREATE TABLE t24.src4 AS SELECT * FROM t24.src;
+ALTER TABLE t24.src4 ADD PRIMARY KEY (id);
+CALL treeshap.explain_into('t24_reg', 't24.src4', 't24.tgt4', batch_size => 300, workers => 0, follow => true);
+ALTER TABLE t24.src4 RENAME TO src4_renamed;
+CREATE VIEW t24.src4_view AS SELECT * FROM t24.src4_renamed;
+GRANT SELECT, UPDATE ("MedInc") ON t24.src4_renamed TO t24_writer;
+GRANT SELECT, UPDATE, DELETE ON t24.src4_view TO t24_writer;
+SET ROLE t24_writer;
+UPDATE t24.src4_renamed SET "MedInc" = "MedInc" + 3 WHERE id % 9 = 0;
+DELETE FROM t24.src4_view WHERE id % 13 = 0;
+RESET ROLE;
+SELECT is((SELECT count(*) FROM treeshap.job_change c JOIN treeshap.job_store j USING (job) WHERE j.target = 't24.tgt4'),
+          2::bigint, 'a renamed source''s writers with a column''s privilege or through a view log their statements');
+SET ROLE t24_reader;
+SELECT throws_ok(format($$INSERT INTO treeshap.job_change (job, keys) VALUES (%s, '{1}')$$,
+                        (SELECT job FROM treeshap.job_store WHERE target = 't24.tgt4')),
+                 '42501', NULL, 'no one writes a job''s log but its triggers');
+RESET ROLE;
+CALL treeshap.explain_into('t24_reg', 't24.src4_renamed', 't24.tgt4', batch_size => 300, workers => 0, follow => true);
+SELECT is((SELECT format('missing %s, extra %s',
+                         (SELECT count(*) FROM (SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src4_renamed')
+                                                EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM t24.tgt4) m),
+                         (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM t24.tgt4
+                                                EXCEPT ALL SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src4_renamed')) x))),
+          'missing 0, extra 0', 'the renamed source''s target follows');
+-- triggers disabled for a while (changes missed): the next run explains the target anew
+ALTER TABLE t24.src4_renamed DISABLE TRIGGER USER;
+UPDATE t24.src4_renamed SET "MedInc" = "MedInc" + 1 WHERE id % 7 = 0;
+ALTER TABLE t24.src4_renamed ENABLE TRIGGER USER;
+CALL treeshap.explain_into('t24_reg', 't24.src4_renamed', 't24.tgt4', batch_size => 300, workers => 0, follow => true);
+SELECT is((SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM t24.tgt4
+                                 EXCEPT ALL SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src4_renamed')) x),
+          0::bigint, 'triggers that were disabled: the next run explains the target anew');
+-- the target dropped and its job forgotten: the triggers left log nothing and refuse no write
+DROP TABLE t24.tgt4;
+DELETE FROM treeshap.job_store WHERE target = 't24.tgt4';
+SET ROLE t24_writer;
+SELECT lives_ok($$UPDATE t24.src4_renamed SET "MedInc" = 1 WHERE id = 3$$, 'a gone job''s triggers refuse no write');
+RESET ROLE;
+
+-- the long layout follows inserts, updates and deletes
+CALL treeshap.explain_into('t24_reg', 't24.src4_renamed', 't24.tgt_long', layout => 'long', batch_size => 300,
+                           workers => 0, follow => true);
+INSERT INTO t24.src4_renamed SELECT id + 500000, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup",
+                                    "Latitude", "Longitude" FROM t24.src4_renamed WHERE id % 11 = 0;
+UPDATE t24.src4_renamed SET "Latitude" = "Latitude" + 1 WHERE id % 5 = 0;
+DELETE FROM t24.src4_renamed WHERE id % 17 = 0;
+CALL treeshap.explain_into('t24_reg', 't24.src4_renamed', 't24.tgt_long', layout => 'long', batch_size => 300,
+                           workers => 2, follow => true);
+SELECT is((SELECT format('missing %s, extra %s',
+                         (SELECT count(*) FROM (SELECT * FROM treeshap.explain_shap('t24_reg', 'SELECT id, * FROM t24.src4_renamed')
+                                                EXCEPT ALL SELECT row_key, output, feature, shap_value FROM t24.tgt_long) m),
+                         (SELECT count(*) FROM (SELECT row_key, output, feature, shap_value FROM t24.tgt_long
+                                                EXCEPT ALL SELECT * FROM treeshap.explain_shap('t24_reg', 'SELECT id, * FROM t24.src4_renamed')) x))),
+          'missing 0, extra 0', 'the long layout''s target follows inserts, updates and deletes');
+
+-- a partition is compared (statements on its parent would not fire its triggers), and a
+-- compared source's NULL keys are skipped as a pass skips them
+CALL treeshap.explain_into('t24_reg', 't24.parted_lo', 't24.tgt_part_lo', batch_size => 300, workers => 0, follow => true);
+SELECT is((SELECT follow_by FROM t24.job('t24.tgt_part_lo')), 'comparison', 'a partition is followed by comparison');
+CREATE TABLE t24.src5 AS SELECT * FROM t24.src;
+INSERT INTO t24.src5 (id, "MedInc") VALUES (NULL, 3);
+CREATE VIEW t24.src5_view AS SELECT * FROM t24.src5;
+CALL treeshap.explain_into('t24_reg', 't24.src5_view', 't24.tgt5', batch_size => 100000, workers => 0, follow => true);
+UPDATE t24.src5 SET "MedInc" = "MedInc" + 2 WHERE id % 4 = 0;
+CALL treeshap.explain_into('t24_reg', 't24.src5_view', 't24.tgt5', batch_size => 100000, workers => 0, follow => true);
+SELECT is((SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM t24.tgt5
+                                 EXCEPT ALL SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src5 WHERE id IS NOT NULL')) x)
+          + (SELECT count(*) FROM t24.src5 WHERE id IS NOT NULL) - (SELECT count(*) FROM t24.tgt5),
+          0::bigint, 'a comparison in one range skips the NULL key');
 
 SELECT * FROM finish();
 DROP SCHEMA t24 CASCADE;
