@@ -79,6 +79,46 @@ check "$(q "SELECT treeshap._service_ping(0) < 100" 2>/dev/null | grep -qx t && 
   "the next executor answers the next request"
 rm -f "$out" "$out.kill"
 
+# a service that does not come back within 10 s (its worker stopped right after the
+# executor died): under auto the call finishes on the CPU with one NOTICE, the CPU's
+# result; under gpu it is an ERROR. The source's filter sleeps, so the call spans seconds.
+ready
+psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+\set m `cat test/fixtures/reg.json`
+SELECT 1 FROM treeshap.load_model('svc_reg', convert_to(:'m', 'UTF8'), replace => true) \g /dev/null
+DROP TABLE IF EXISTS svc_src;
+CREATE TABLE svc_src AS
+SELECT g AS id, (g * 37 % 1500) / 100.0::float8 AS "MedInc", (g * 11 % 52)::float8 AS "HouseAge",
+       2 + (g * 13 % 700) / 100.0::float8 AS "AveRooms", 1 + (g % 7) / 20.0::float8 AS "AveBedrms",
+       (g * 101 % 5000)::float8 AS "Population", 1 + (g * 17 % 400) / 100.0::float8 AS "AveOccup",
+       32.5 + (g * 29 % 900) / 100.0::float8 AS "Latitude", -124.3 + (g * 31 % 1000) / 100.0::float8 AS "Longitude"
+  FROM generate_series(0, 39999) g;
+SQL
+sum_q="SELECT count(*) || ' ' || round(sum(base_value + (SELECT sum(v) FROM unnest(shap_values) v))::numeric, 4) FROM treeshap.explain_shap_wide('svc_reg', 'SELECT id, * FROM svc_src WHERE id % 1000 <> 0 OR pg_sleep(0.1) IS NOT NULL')"
+cpu=$(psql -X -At -c "SET treeshap.device = cpu" -c "$sum_q" | tail -1)
+for dev in auto gpu; do
+  ready
+  w=$(q "SELECT service_pid FROM treeshap.gpu_status LIMIT 1")
+  e=$(q "SELECT executor_pid FROM treeshap.gpu_status LIMIT 1")
+  (sleep 0.6; kill -9 "$e"; sleep 0.2; kill -STOP "$w"; sleep 12; kill -CONT "$w") &
+  t0=$(date +%s.%N)
+  psql -X -At -c "SET treeshap.device = $dev" -c "SET treeshap.batch_rows = 2000" -c "$sum_q" >"$out" 2>&1
+  t1=$(date +%s.%N)
+  wait
+  took=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
+  if [ $dev = auto ]; then
+    check "$(grep -q "computing the rest of this call on the CPU" "$out" && [ "$(tail -1 "$out")" = "$cpu" ] && echo 0 || echo 1)" \
+      "auto: a service not back within 10 s leaves the call to the CPU (${took} s): $(tail -1 "$out"), the CPU alone: $cpu"
+  else
+    check "$(grep -q "not back within 10 s" "$out" && echo 0 || echo 1)" \
+      "gpu: a service not back within 10 s is an ERROR (${took} s): $(grep ERROR "$out")"
+  fi
+done
+ready
+q "DROP TABLE svc_src" >/dev/null
+q "SELECT treeshap.drop_model('svc_reg')" >/dev/null
+rm -f "$out"
+
 # a backend terminated while its request runs loses only that request: the executor drops it
 psql -X -At -c "SELECT treeshap._service_ping(8000) /* terminated */" >/dev/null 2>&1 &
 sleep 0.5
