@@ -244,7 +244,8 @@ send_again(const char *failure, bool *gone)
 	for (int waited = 0;; waited += START_POLL_MS)
 	{
 		ts_service_status(&st);
-		if (st.state == TS_SERVICE_READY && !same_service() &&
+		/* an executor without a device still answers (a ping; any other request with its error) */
+		if ((st.state == TS_SERVICE_READY || st.state == TS_SERVICE_NO_DEVICE) && !same_service() &&
 			pg_atomic_read_u32(&sh->worker_procno) != TS_INVALID_PROC_NUMBER)
 			break;
 		if (waited >= RETRY_WAIT_MS && gone != NULL)
