@@ -87,17 +87,7 @@ rm -f "$out" "$out.kill"
 # (A service with no device computes nothing: auto is the CPU already.)
 ready
 if [ "$devices" -gt 0 ]; then
-psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
-\set m `cat test/fixtures/reg.json`
-SELECT 1 FROM treeshap.load_model('svc_reg', convert_to(:'m', 'UTF8'), replace => true) \g /dev/null
-DROP TABLE IF EXISTS svc_src;
-CREATE TABLE svc_src AS
-SELECT g AS id, (g * 37 % 1500) / 100.0::float8 AS "MedInc", (g * 11 % 52)::float8 AS "HouseAge",
-       2 + (g * 13 % 700) / 100.0::float8 AS "AveRooms", 1 + (g % 7) / 20.0::float8 AS "AveBedrms",
-       (g * 101 % 5000)::float8 AS "Population", 1 + (g * 17 % 400) / 100.0::float8 AS "AveOccup",
-       32.5 + (g * 29 % 900) / 100.0::float8 AS "Latitude", -124.3 + (g * 31 % 1000) / 100.0::float8 AS "Longitude"
-  FROM generate_series(0, 39999) g;
-SQL
+psql -X -q -v ON_ERROR_STOP=1 -v model=svc_reg -v source=svc_src -v rows=40000 -f test/service_source.sql
 sum_q="SELECT count(*) || ' ' || round(sum(base_value + (SELECT sum(v) FROM unnest(shap_values) v))::numeric, 4) FROM treeshap.explain_shap_wide('svc_reg', 'SELECT id, * FROM svc_src WHERE id % 1000 <> 0 OR pg_sleep(0.1) IS NOT NULL')"
 cpu=$(psql -X -At -c "SET treeshap.device = cpu" -c "$sum_q" | tail -1)
 for dev in auto gpu; do

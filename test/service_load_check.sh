@@ -17,19 +17,7 @@ status=0
 check() { if [ "$1" = 0 ]; then echo "ok: $2"; else echo "FAIL: $2"; status=1; fi; }
 
 q "CREATE EXTENSION IF NOT EXISTS pg_treeshap" >/dev/null
-psql -X -q -v ON_ERROR_STOP=1 <<'SQL' || exit 1
-\set m `cat test/fixtures/reg.json`
-SELECT 1 FROM treeshap.load_model('svc_load_reg', convert_to(:'m', 'UTF8'), replace => true) \g /dev/null
-DROP TABLE IF EXISTS svc_load_src;
-CREATE TABLE svc_load_src AS
-SELECT g AS id, (g * 37 % 1500) / 100.0::float8 AS "MedInc", (g * 11 % 52)::float8 AS "HouseAge",
-       2 + (g * 13 % 700) / 100.0::float8 AS "AveRooms", 1 + (g % 7) / 20.0::float8 AS "AveBedrms",
-       (g * 101 % 5000)::float8 AS "Population", 1 + (g * 17 % 400) / 100.0::float8 AS "AveOccup",
-       32.5 + (g * 29 % 900) / 100.0::float8 AS "Latitude", -124.3 + (g * 31 % 1000) / 100.0::float8 AS "Longitude"
-  FROM generate_series(0, 199999) g;
-ALTER TABLE svc_load_src ADD PRIMARY KEY (id);
-ANALYZE svc_load_src;
-SQL
+psql -X -q -v ON_ERROR_STOP=1 -v model=svc_load_reg -v source=svc_load_src -v rows=200000 -f test/service_source.sql || exit 1
 dir=$(mktemp -d)
 cat >"$dir/explain.sql" <<'SQL'
 \set a random(0, 199) * 1000

@@ -22,18 +22,20 @@ SELECT 3 * g AS id,
   FROM generate_series(1, 2000) g;
 ALTER TABLE t24.src ADD PRIMARY KEY (id);
 
--- the target as a fresh run over the source as it is now would write it
-CREATE VIEW t24.fresh AS
-SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src');
-CREATE FUNCTION t24.in_step(target regclass) RETURNS text LANGUAGE plpgsql AS $$
+-- how a target differs from what a fresh run over the source as it is now would write
+CREATE FUNCTION t24.in_step(target regclass, source text DEFAULT 't24.src', layout text DEFAULT 'wide')
+RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
+    fresh   text := format('SELECT * FROM treeshap.%s(''t24_reg'', %L)',
+                           CASE layout WHEN 'wide' THEN 'explain_shap_wide' ELSE 'explain_shap' END,
+                           'SELECT id, * FROM ' || source);
+    cols    text := CASE layout WHEN 'wide' THEN 'row_key, output, base_value, shap_values'
+                                ELSE 'row_key, output, feature, shap_value' END;
     missing bigint;
     extra   bigint;
 BEGIN
-    EXECUTE format('SELECT (SELECT count(*) FROM (SELECT * FROM t24.fresh EXCEPT ALL '
-                   '                              SELECT row_key, output, base_value, shap_values FROM %1$s) m), '
-                   '       (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM %1$s '
-                   '                              EXCEPT ALL SELECT * FROM t24.fresh) x)', target)
+    EXECUTE format('SELECT (SELECT count(*) FROM (%1$s EXCEPT ALL SELECT %3$s FROM %2$s) m), '
+                   '       (SELECT count(*) FROM (SELECT %3$s FROM %2$s EXCEPT ALL %1$s) x)', fresh, target, cols)
        INTO missing, extra;
     RETURN format('missing %s, extra or different %s', missing, extra);
 END
@@ -186,12 +188,7 @@ CALL treeshap.explain_into('t24_reg', 't24.src2', 't24.tgt2', batch_size => 300,
 DELETE FROM t24.poison;
 CALL treeshap.explain_into('t24_reg', 't24.src2', 't24.tgt2', batch_size => 300, workers => 0, filter => 't24.gate(id)',
                            follow => true);
-SELECT is((SELECT format('missing %s, extra %s',
-                         (SELECT count(*) FROM (SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src2')
-                                                EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM t24.tgt2) m),
-                         (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM t24.tgt2
-                                                EXCEPT ALL SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src2')) x))),
-          'missing 0, extra 0', 'a new version''s pass that failed half way is finished by the next run');
+SELECT is(t24.in_step('t24.tgt2', 't24.src2'), 'missing 0, extra or different 0', 'a new version''s pass that failed half way is finished by the next run');
 
 -- what cannot carry triggers, or would not fire them for every change, is compared whole
 -- at every run: a view, and a partitioned table (its partitions are written directly)
@@ -245,12 +242,7 @@ SELECT throws_ok(format($$INSERT INTO treeshap.job_change (job, keys) VALUES (%s
                  '42501', NULL, 'no one writes a job''s log but its triggers');
 RESET ROLE;
 CALL treeshap.explain_into('t24_reg', 't24.src4_renamed', 't24.tgt4', batch_size => 300, workers => 0, follow => true);
-SELECT is((SELECT format('missing %s, extra %s',
-                         (SELECT count(*) FROM (SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src4_renamed')
-                                                EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM t24.tgt4) m),
-                         (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM t24.tgt4
-                                                EXCEPT ALL SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src4_renamed')) x))),
-          'missing 0, extra 0', 'the renamed source''s target follows');
+SELECT is(t24.in_step('t24.tgt4', 't24.src4_renamed'), 'missing 0, extra or different 0', 'the renamed source''s target follows');
 -- triggers disabled for a while (changes missed): the next run explains the target anew
 ALTER TABLE t24.src4_renamed DISABLE TRIGGER USER;
 UPDATE t24.src4_renamed SET "MedInc" = "MedInc" + 1 WHERE id % 7 = 0;
@@ -275,12 +267,7 @@ UPDATE t24.src4_renamed SET "Latitude" = "Latitude" + 1 WHERE id % 5 = 0;
 DELETE FROM t24.src4_renamed WHERE id % 17 = 0;
 CALL treeshap.explain_into('t24_reg', 't24.src4_renamed', 't24.tgt_long', layout => 'long', batch_size => 300,
                            workers => 2, follow => true);
-SELECT is((SELECT format('missing %s, extra %s',
-                         (SELECT count(*) FROM (SELECT * FROM treeshap.explain_shap('t24_reg', 'SELECT id, * FROM t24.src4_renamed')
-                                                EXCEPT ALL SELECT row_key, output, feature, shap_value FROM t24.tgt_long) m),
-                         (SELECT count(*) FROM (SELECT row_key, output, feature, shap_value FROM t24.tgt_long
-                                                EXCEPT ALL SELECT * FROM treeshap.explain_shap('t24_reg', 'SELECT id, * FROM t24.src4_renamed')) x))),
-          'missing 0, extra 0', 'the long layout''s target follows inserts, updates and deletes');
+SELECT is(t24.in_step('t24.tgt_long', 't24.src4_renamed', 'long'), 'missing 0, extra or different 0', 'the long layout''s target follows inserts, updates and deletes');
 
 -- a partition is compared (statements on its parent would not fire its triggers), and a
 -- compared source's NULL keys are skipped as a pass skips them
