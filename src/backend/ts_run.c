@@ -318,6 +318,14 @@ finish_on_cpu(TsEmitter *em, TsBatchReader *reader, TsCachedModel *cached, TsGpu
 	trees = ts_model_acquire(cached->name, false);
 	PG_TRY();
 	{
+		/* the rows were read for this call's model: a version stored since is another */
+		if (trees->version != cached->version || trees->digest != cached->digest ||
+			trees->length != cached->length)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("model \"%s\" was replaced while the GPU service was away", cached->name),
+					 errdetail("The call could not finish on the CPU with the model it started with."),
+					 errhint("Run the call again.")));
 		span = cpu_rows_init(em, &rows, trees->model,
 							 em->kind == TS_RESULT_PREDICT ? NULL : ts_model_paths(trees));
 		cpu_rows_from(em, &rows, span, ts_gpu_run_input(run, slot), n, &ks[slot]);

@@ -190,8 +190,9 @@ send_last_request(void)
 		before_shmem_exit(abandon_at_exit, (Datum) 0);
 		exit_hook_set = true;
 	}
+	/* a starting executor may fail the request unseen: any ready one may take it again */
 	ts_service_status(&st);
-	last_request.executor_pid = st.executor_pid;
+	last_request.executor_pid = st.state == TS_SERVICE_READY ? st.executor_pid : 0;
 	seq = queue_request(&sh->slots[ts_proc_number(MyProc)], last_request.kind, last_request.arg,
 						last_request.segment, last_request.header);
 	wake_worker(sh);
@@ -232,7 +233,8 @@ worker_gone(void)
  * Wait (cancel and statement_timeout still reach it) until a new worker or
  * executor has replaced those that failed the last request and is ready,
  * then send the request again; its new sequence number. When the service
- * is not back within RETRY_WAIT_MS: 0 with *gone set where given, else
+ * is not back within RETRY_WAIT_MS, or (where gone is given: the caller can
+ * compute without it) is back without a device: 0 with *gone set, else
  * ERROR with the failure's message.
  */
 static uint64
@@ -240,15 +242,20 @@ send_again(const char *failure, bool *gone)
 {
 	TsServiceShared *sh = ts_service_shared();
 	TsServiceStatus st;
+	uint64		seq;
 
 	for (int waited = 0;; waited += START_POLL_MS)
 	{
+		bool		back;
+
 		ts_service_status(&st);
+		back = (st.state == TS_SERVICE_READY || st.state == TS_SERVICE_NO_DEVICE) &&
+			!same_service() && pg_atomic_read_u32(&sh->worker_procno) != TS_INVALID_PROC_NUMBER;
+
 		/* an executor without a device still answers (a ping; any other request with its error) */
-		if ((st.state == TS_SERVICE_READY || st.state == TS_SERVICE_NO_DEVICE) && !same_service() &&
-			pg_atomic_read_u32(&sh->worker_procno) != TS_INVALID_PROC_NUMBER)
+		if (back && (st.state == TS_SERVICE_READY || gone == NULL))
 			break;
-		if (waited >= RETRY_WAIT_MS && gone != NULL)
+		if ((back || waited >= RETRY_WAIT_MS) && gone != NULL)
 		{
 			*gone = true;
 			return 0;
@@ -264,8 +271,9 @@ send_again(const char *failure, bool *gone)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	seq = send_last_request();
 	pg_atomic_fetch_add_u64(&sh->retried, 1);
-	return send_last_request();
+	return seq;
 }
 
 void
