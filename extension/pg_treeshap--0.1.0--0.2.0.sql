@@ -1214,7 +1214,7 @@ DECLARE
     pending    boolean;
     plan       text;
     draw_rows  integer := 0;
-    change_rows bigint;
+    change_workers integer;
     compare    boolean := false;
     had_rows   boolean := false;
     complete   boolean := false;
@@ -1421,10 +1421,10 @@ BEGIN
                 step := 'change_work';
             ELSIF step = 'change_work' THEN
                 -- workers for two ranges or more; this session takes the rest
-                change_rows := least(n_workers, (SELECT count(*) - 1 FROM treeshap.job_range x
+                change_workers := least(n_workers, (SELECT count(*) - 1 FROM treeshap.job_range x
                                                   WHERE x.job = job AND NOT x.done AND x.keys IS NOT NULL));
-                IF change_rows > 0 THEN
-                    PERFORM treeshap._job_workers(change_rows::integer, job, model, layout, src, key, columns,
+                IF change_workers > 0 THEN
+                    PERFORM treeshap._job_workers(change_workers, job, model, layout, src, key, columns,
                                                   filter, tgt, version, key_name, key_coll, false, 0, 'changes');
                 END IF;
                 step := 'change_rest';
