@@ -57,7 +57,7 @@ $$;
 CREATE FUNCTION t24.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
     $$ SELECT * FROM treeshap.jobs j WHERE j.target = job.target $$;
 
-SELECT plan(37);
+SELECT plan(39);
 
 -- a first run puts the triggers on the source and explains every row
 CALL treeshap.explain_into('t24_reg', 't24.src', 't24.tgt', batch_size => 300, workers => 0, follow => true);
@@ -283,6 +283,34 @@ SELECT is((SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values
                                  EXCEPT ALL SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src5 WHERE id IS NOT NULL')) x)
           + (SELECT count(*) FROM t24.src5 WHERE id IS NOT NULL) - (SELECT count(*) FROM t24.tgt5),
           0::bigint, 'a comparison in one range skips the NULL key');
+
+-- a caller who may put triggers on a table but does not own it is compared
+CREATE TABLE t24.src6 AS SELECT * FROM t24.src;
+ALTER TABLE t24.src6 ADD PRIMARY KEY (id);
+GRANT SELECT, TRIGGER ON t24.src6 TO t24_writer;
+GRANT CREATE ON SCHEMA t24 TO t24_writer;
+SET ROLE t24_writer;
+CALL treeshap.explain_into('t24_reg', 't24.src6', 't24.tgt6', batch_size => 300, workers => 0, follow => true);
+RESET ROLE;
+SELECT results_eq($$SELECT follow_by, state FROM t24.job('t24.tgt6')$$, $$VALUES ('comparison', 'done')$$,
+                  'a table the caller may put triggers on but does not own is followed by comparison');
+-- interval keys written by a session with another IntervalStyle are logged in one style
+CREATE TABLE t24.src7 AS SELECT make_interval(days => id, hours => id % 5 + 1, mins => 2) AS id, "MedInc", "HouseAge",
+       "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude" FROM t24.src;
+ALTER TABLE t24.src7 ADD PRIMARY KEY (id);
+CALL treeshap.explain_into('t24_reg', 't24.src7', 't24.tgt7', batch_size => 300, workers => 0, follow => true);
+SET IntervalStyle = sql_standard;
+UPDATE t24.src7 SET "MedInc" = "MedInc" + 4 WHERE extract(day FROM id)::int % 4 = 0;
+INSERT INTO t24.src7 SELECT -id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup",
+                            "Latitude", "Longitude" FROM t24.src7 WHERE extract(day FROM id)::int % 7 = 0;
+RESET IntervalStyle;
+CALL treeshap.explain_into('t24_reg', 't24.src7', 't24.tgt7', batch_size => 300, workers => 0, follow => true);
+SELECT is((SELECT format('missing %s, extra %s',
+                         (SELECT count(*) FROM (SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src7', NULL::interval)
+                                                EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM t24.tgt7) m),
+                         (SELECT count(*) FROM (SELECT row_key, output, base_value, shap_values FROM t24.tgt7
+                                                EXCEPT ALL SELECT * FROM treeshap.explain_shap_wide('t24_reg', 'SELECT id, * FROM t24.src7', NULL::interval)) x))),
+          'missing 0, extra 0', 'interval keys changed under IntervalStyle sql_standard are followed');
 
 SELECT * FROM finish();
 DROP SCHEMA t24 CASCADE;
