@@ -3,7 +3,8 @@
 GPU machine: per model, the quadrature SHAP kernel's and the prediction
 kernel's rows/s (bench/build/ts_bench, rows already on the GPU), then through
 SQL from a heap table in one warm session: a count(*) scan of the table,
-explain_shap_wide and explain_top_features (k = 10) on the GPU, and predict
+explain_shap_wide, explain_top_features and explain_top_features_wide (k =
+10; the wide form's arrays must hold the long form's rows) on the GPU, and predict
 on the GPU and on every CPU core (their margins' sums must be equal), each
 read from a query and from the table itself (regclass, direct scan; the
 results must be equal). Prints one JSON record per model, then the table of
@@ -62,7 +63,10 @@ def measure(work, spec):
     load(conn, work, name, table, features, rows)
     query, tab = f"'SELECT * FROM {table}'", f"'{table}'::regclass, 'id'"
     wide_sql = "SELECT count(*), sum(base_value + shap_values[1]) FROM treeshap.explain_shap_wide('{}', {})"
-    top_sql = "SELECT count(*), sum(shap_value * rank) FROM treeshap.explain_top_features('{}', {}, k => {})"
+    top_sql = ("SELECT count(*), sum(shap_value) FILTER (WHERE rank = 1) "
+               "FROM treeshap.explain_top_features('{}', {}, k => {})")
+    top_wide_sql = ("SELECT sum(cardinality(features)), sum(shap_values[1]) "
+                    "FROM treeshap.explain_top_features_wide('{}', {}, k => {})")
     predict_sql = "SELECT count(*), sum(margin) FROM treeshap.predict('{}', {})"
     with conn.cursor() as cur:
         cur.execute(f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', 'SELECT * FROM {table} LIMIT 10')")
@@ -70,6 +74,8 @@ def measure(work, spec):
         wide_t, wide_t_res = best_rate(cur, wide_sql.format(name, tab), rows)
         top, top_res = best_rate(cur, top_sql.format(name, query, TOP_K), rows)
         top_t, top_t_res = best_rate(cur, top_sql.format(name, tab, TOP_K), rows)
+        top_w, top_w_res = best_rate(cur, top_wide_sql.format(name, query, TOP_K), rows)
+        top_wt, top_wt_res = best_rate(cur, top_wide_sql.format(name, tab, TOP_K), rows)
         scan, _ = best_rate(cur, f"SELECT count(*) FROM {table}", rows)
         pred, pred_res = best_rate(cur, predict_sql.format(name, query), rows)
         pred_t, pred_t_res = best_rate(cur, predict_sql.format(name, tab), rows)
@@ -82,13 +88,15 @@ def measure(work, spec):
         pred_cpu_t, pred_cpu_t_res = best_rate(cur, predict_sql.format(name, tab), rows)
         cur.execute("SET treeshap.device = gpu")
     conn.close()
-    same = {"wide": wide_res == wide_t_res, "top": top_res == top_t_res,
+    same = {"wide": wide_res == wide_t_res, "top": top_res == top_t_res == top_w_res == top_wt_res,
             "predict": pred_res == pred_t_res == pred_t_mem_res == pred_cpu_res == pred_cpu_t_res}
     return {"kind": "throughput", "name": name, "rows": rows, "features": features, "outputs": outputs,
             "kernel_rows_per_s": kernel, "wide_rows_per_s": wide, "wide_over_kernel": wide / kernel,
             "wide_table_rows_per_s": wide_t, "wide_table_over_kernel": wide_t / kernel,
             "top_k": TOP_K, "top_rows_per_s": top, "top_over_kernel": top / kernel,
             "top_table_rows_per_s": top_t, "top_table_over_kernel": top_t / kernel,
+            "top_wide_rows_per_s": top_w, "top_wide_over_kernel": top_w / kernel,
+            "top_wide_table_rows_per_s": top_wt, "top_wide_table_over_kernel": top_wt / kernel,
             "scan_rows_per_s": scan, "predict_kernel_rows_per_s": predict_kernel,
             "predict_rows_per_s": pred, "predict_over_kernel": pred / predict_kernel,
             "predict_table_rows_per_s": pred_t, "predict_table_over_kernel": pred_t / predict_kernel,
@@ -96,7 +104,7 @@ def measure(work, spec):
             "predict_cpu_rows_per_s": pred_cpu, "predict_cpu_table_rows_per_s": pred_cpu_t,
             "predict_gpu_over_cpu": pred / pred_cpu, "predict_gpu_equals_cpu": pred_res == pred_cpu_res,
             "table_equals_query": same, "cores": os.cpu_count(),
-            "repeatable": all(len(r) == 1 for r in (wide_res, top_res, pred_res, pred_cpu_res, wide_t_res,
+            "repeatable": all(len(r) == 1 for r in (wide_res, top_res, top_w_res, top_wt_res, pred_res, pred_cpu_res, wide_t_res,
                                                      top_t_res, pred_t_res, pred_t_mem_res, pred_cpu_t_res))}
 
 
@@ -128,6 +136,16 @@ def main():
               f"| {r['predict_cpu_table_rows_per_s']:.0f} "
               f"| {r['predict_table_rows_per_s'] / r['predict_cpu_table_rows_per_s']:.2f} "
               f"| {'yes' if r['predict_gpu_equals_cpu'] and all(r['table_equals_query'].values()) else 'NO'} |")
+    print(f"\ntop {TOP_K} features, one row per (row, output): explain_top_features_wide")
+    print("| model | rows | SHAP kernel | top wide, query | / kernel | top wide, table | / kernel "
+          "| long form, table | wide / long | same records |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in recs:
+        print(f"| {r['name']} | {r['rows']} | {r['kernel_rows_per_s']:.0f} | {r['top_wide_rows_per_s']:.0f} "
+              f"| {r['top_wide_over_kernel']:.2f} | {r['top_wide_table_rows_per_s']:.0f} "
+              f"| {r['top_wide_table_over_kernel']:.2f} | {r['top_table_rows_per_s']:.0f} "
+              f"| {r['top_wide_table_rows_per_s'] / r['top_table_rows_per_s']:.2f} "
+              f"| {'yes' if r['table_equals_query']['top'] else 'NO'} |")
     ok = all(r["repeatable"] and r["predict_gpu_equals_cpu"] and all(r["table_equals_query"].values())
              for r in recs)
     return 0 if ok else 1

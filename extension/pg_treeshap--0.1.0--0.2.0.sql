@@ -53,6 +53,42 @@ COMMENT ON FUNCTION treeshap.explanation_diff(text, text, text) IS
 SELECT pg_catalog.pg_extension_config_dump('treeshap.job_store', '');
 SELECT pg_catalog.pg_extension_config_dump('treeshap.job_store_job_seq', '');
 
+-- Top features in one row ----------------------------------------------------
+
+-- explain_top_features' records, one row per (input row, output): the k features
+-- of largest |SHAP value| and their values as two arrays in rank order (BigQuery's
+-- ML.EXPLAIN_PREDICT), so a 10-class model gives ten rows per input row, not 10 k.
+CREATE FUNCTION treeshap.explain_top_features_wide(model text, query text, k integer DEFAULT 5,
+                                                   model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
+RETURNS TABLE (row_key bigint, output integer, prediction double precision,
+               base_value double precision, features text[], shap_values double precision[])
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features_wide'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_top_features_wide(model text, query text, key_type anyelement,
+                                                   k integer DEFAULT 5,
+                                                   model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
+RETURNS TABLE (row_key anyelement, output integer, prediction double precision,
+               base_value double precision, features text[], shap_values double precision[])
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features_wide'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_top_features_wide(model text, source regclass, key_column name,
+                                                   k integer DEFAULT 5,
+                                                   model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
+RETURNS TABLE (row_key bigint, output integer, prediction double precision,
+               base_value double precision, features text[], shap_values double precision[])
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features_wide'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION treeshap.explain_top_features_wide(model text, source regclass, key_column name,
+                                                   key_type anyelement, k integer DEFAULT 5,
+                                                   model_output treeshap.shap_output DEFAULT 'margin', background text DEFAULT NULL)
+RETURNS TABLE (row_key anyelement, output integer, prediction double precision,
+               base_value double precision, features text[], shap_values double precision[])
+AS 'MODULE_PATHNAME', 'treeshap_explain_top_features_wide'
+LANGUAGE C VOLATILE;
+
 -- Labels and comments -------------------------------------------------------
 
 -- The functions that explain or predict read (the user's query, the models) and
@@ -67,8 +103,9 @@ DECLARE
 BEGIN
     FOR f IN SELECT p.oid FROM pg_proc p
               WHERE p.pronamespace = 'treeshap'::regnamespace
-                AND p.proname IN ('explain_shap', 'explain_shap_wide', 'explain_top_features', 'predict',
-                                  'explain_interactions', 'feature_importance', 'gpu_info')
+                AND p.proname IN ('explain_shap', 'explain_shap_wide', 'explain_top_features',
+                                  'explain_top_features_wide', 'predict', 'explain_interactions',
+                                  'feature_importance', 'gpu_info')
     LOOP
         EXECUTE format('ALTER FUNCTION %s PARALLEL RESTRICTED', f);
     END LOOP;
@@ -89,6 +126,7 @@ BEGIN
         ('explain_shap', 'SHAP values, one row per (input row, output, feature); against a background (interventional) when one is given'),
         ('explain_shap_wide', 'SHAP values, one row per (input row, output) with every feature''s value in model order and the base value'),
         ('explain_top_features', 'per (input row, output), the k features of largest |SHAP value| with the row''s prediction'),
+        ('explain_top_features_wide', 'one row per (input row, output): the k features of largest |SHAP value| and their values as arrays in rank order, with the row''s prediction'),
         ('predict', 'per (input row, output), the margin and the prediction (the model''s link applied)'),
         ('explain_interactions', 'SHAP interaction values (Shapley or Shapley-Taylor) per (input row, output, feature pair)'),
         ('feature_importance', 'mean |SHAP value| and mean SHAP value per (output, feature) over every row, summed batch by batch'),

@@ -3,10 +3,12 @@
 -- top_k_features). On every fixture, for k = 1, 3 and more than the model's
 -- features, the rows equal the k largest entries of explain_shap (ranked in
 -- SQL); the prediction is predict's, the base value explain_shap_wide's.
+-- explain_top_features_wide holds the same records as arrays in rank order,
+-- one row per (row, output).
 BEGIN;
 \ir setup.sql
 
-SELECT plan(11);
+SELECT plan(17);
 
 -- feature name -> 0-based model index
 CREATE TEMP TABLE fx_feature AS
@@ -79,6 +81,43 @@ SELECT throws_ok($$SELECT * FROM treeshap.explain_top_features('reg', 'SELECT 1'
                  'k must be a positive number of features', 'k = 0 is refused');
 SELECT throws_ok($$SELECT * FROM treeshap.explain_top_features('reg', 'SELECT 1', k => NULL)$$, '22023',
                  'k must be a positive number of features', 'k NULL is refused');
+
+-- explain_top_features_wide: the long form's rows folded into arrays by rank
+CREATE TEMP TABLE top_wide AS
+SELECT f.fixture, k.k, t.*
+  FROM fx_list f
+ CROSS JOIN (VALUES (1), (3), (100000)) k(k)
+ CROSS JOIN LATERAL treeshap.explain_top_features_wide(f.fixture, pg_temp.fx_query(f.fixture), k => k.k) t;
+CREATE TEMP TABLE top_folded AS
+SELECT fixture, k, row_key, output, prediction, base_value,
+       array_agg(feature ORDER BY rank) AS features, array_agg(shap_value ORDER BY rank) AS shap_values
+  FROM top GROUP BY fixture, k, row_key, output, prediction, base_value;
+SELECT is((SELECT array_agg(DISTINCT fixture || ' k=' || k) FROM (
+             (SELECT * FROM top_wide EXCEPT ALL SELECT * FROM top_folded)
+             UNION ALL
+             (SELECT * FROM top_folded EXCEPT ALL SELECT * FROM top_wide)) d),
+          NULL, 'explain_top_features_wide: the long form''s features and values by rank, prediction and base value, on every fixture for k = 1, 3 and every feature');
+SELECT is((SELECT count(*) FROM top_wide WHERE k = 3),
+          (SELECT count(*) FROM fx_list f
+            CROSS JOIN LATERAL treeshap.explain_shap_wide(f.fixture, pg_temp.fx_query(f.fixture)) w),
+          'one row per (row, output)');
+SELECT is((SELECT array_agg(DISTINCT t.fixture) FROM top_wide t JOIN treeshap.models m ON m.name = t.fixture
+            WHERE cardinality(t.features) <> least(t.k, m.num_features)
+               OR cardinality(t.shap_values) <> least(t.k, m.num_features)
+               OR array_position(t.features, NULL) IS NOT NULL),
+          NULL, 'k names and k values (every feature when k is larger), no NULL among them');
+SELECT is((SELECT array_agg(row_key || ':' || features::text ORDER BY row_key)
+             FROM treeshap.explain_top_features_wide('reg', replace(pg_temp.fx_query('reg'), 'SELECT id,',
+                                                     'SELECT ''#'' || id AS id,') || ' AND id < 3', NULL::text, 2)),
+          (SELECT array_agg(key || ':' || features::text ORDER BY key)
+             FROM treeshap.explain_top_features_wide('reg', pg_temp.fx_query('reg') || ' AND id < 3', k => 2)
+              CROSS JOIN LATERAL (SELECT '#' || row_key AS key) k),
+          'explain_top_features_wide: a key_type gives the same features, keys in that type');
+SELECT is((SELECT sum(cardinality(features)) FROM treeshap.explain_top_features_wide('multiclass', pg_temp.fx_query('multiclass'))),
+          (SELECT count(*) FROM treeshap.explain_top_features('multiclass', pg_temp.fx_query('multiclass'))),
+          'explain_top_features_wide: k defaults to 5 as the long form''s does');
+SELECT throws_ok($$SELECT * FROM treeshap.explain_top_features_wide('reg', 'SELECT 1', k => 0)$$, '22023',
+                 'k must be a positive number of features', 'explain_top_features_wide: k = 0 is refused');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -8,7 +8,7 @@
 BEGIN;
 \ir setup.sql
 
-SELECT plan(33);
+SELECT plan(35);
 
 -- The fixture's rows as a table: the features in reverse order (model order
 -- when the model has no names, which are matched by position), a text column
@@ -76,6 +76,12 @@ SELECT is(pg_temp.differing($$treeshap.predict(t.fixture, t.tab, 'id')$$,
 SELECT is(pg_temp.differing($$treeshap.explain_top_features(t.fixture, t.tab, 'id', k => 3)$$,
                             $$treeshap.explain_top_features(t.fixture, pg_temp.fx_query(t.fixture), k => 3)$$),
           NULL, 'explain_top_features: the same');
+SELECT is(pg_temp.differing($$treeshap.explain_top_features_wide(t.fixture, t.tab, 'id', k => 3)$$,
+                            $$treeshap.explain_top_features_wide(t.fixture, pg_temp.fx_query(t.fixture), k => 3)$$),
+          NULL, 'explain_top_features_wide: the same');
+SELECT is(pg_temp.diff_count($$treeshap.explain_top_features_wide('reg', 'tab_reg'::regclass, 'id', NULL::bigint, 2)$$,
+                             $$treeshap.explain_top_features_wide('reg', pg_temp.fx_query('reg'), NULL::bigint, 2)$$),
+          0::bigint, 'explain_top_features_wide: a table with a key_type gives what its query gives');
 -- feature_importance takes no key: every column of the table may be a feature
 SELECT is(pg_temp.differing($$treeshap.feature_importance(t.fixture, t.tab)$$,
                             $$treeshap.feature_importance(t.fixture, pg_temp.fx_query(t.fixture))$$, 'fx_named'),

@@ -72,7 +72,7 @@ $$;
 
 SELECT plan((SELECT 4 * count(*)::int FROM iv_list)
             + (SELECT 2 * count(DISTINCT fixture)::int FROM iv_expected WHERE space = 'probability')
-            + 23);
+            + 24);
 
 CREATE TEMP TABLE iv_got AS
 SELECT f.fixture, s.space, w.row_key AS id, w.output, w.base_value, w.shap_values
@@ -142,6 +142,17 @@ SELECT is((SELECT count(*) FROM treeshap.explain_top_features('multiclass', pg_t
                     ORDER BY abs(v) DESC, i LIMIT 1 OFFSET t.rank - 1)
                OR t.base_value IS DISTINCT FROM g.base_value),
           0::bigint, 'top features against the background are the largest of the wide form''s');
+SELECT is((SELECT count(*) FROM (
+             (SELECT row_key, output, prediction, base_value, array_agg(feature ORDER BY rank) AS features,
+                     array_agg(shap_value ORDER BY rank) AS shap_values
+                FROM treeshap.explain_top_features('multiclass', pg_temp.iv_rows('multiclass'), NULL::bigint, 3,
+                                                   background => pg_temp.fx_background('multiclass'))
+               GROUP BY 1, 2, 3, 4)
+             EXCEPT ALL
+             SELECT * FROM treeshap.explain_top_features_wide('multiclass', pg_temp.iv_rows('multiclass'),
+                                                              NULL::bigint, 3,
+                                                              background => pg_temp.fx_background('multiclass'))) d),
+          0::bigint, 'top features in one row against the background: the long form''s, by rank');
 
 SELECT is((SELECT count(*) FROM treeshap.explain_top_features('binary', pg_temp.iv_rows('binary'),
                                                               NULL::bigint, 2, 'probability',

@@ -247,45 +247,6 @@ emit_interactions(TsEmitter *em, Datum key, bool key_null, const double *out)
 }
 
 /*
- * Emit one input row's top features (outputs x ts_topk_width records): per
- * output, k rows by rank, each with the row's prediction for that output
- * (the link of its margin, across outputs for softmax; values explaining
- * the linked output already sum to it).
- */
-static void
-emit_top_features(TsEmitter *em, Datum key, bool key_null, const double *top)
-{
-	const TsModel *m = em->model;
-	size_t		width = ts_topk_width(em->top_k);
-	double	   *prediction = em->margins + m->num_outputs;
-	Datum		values[7];
-	bool		nulls[7] = {key_null, false, false, false, false, false, false};
-
-	for (int32 k = 0; k < m->num_outputs; k++)
-		em->margins[k] = top[k * width];
-	if (em->probability)
-		memcpy(prediction, em->margins, sizeof(double) * m->num_outputs);
-	else
-		ts_model_link(m, em->margins, prediction);
-	values[0] = key;
-	for (int32 k = 0; k < m->num_outputs; k++)
-	{
-		const double *rec = top + k * width;
-
-		values[1] = Int32GetDatum(k);
-		values[2] = Float8GetDatum(prediction[k]);
-		values[3] = Float8GetDatum(rec[1]);
-		for (int32 r = 0; r < em->top_k; r++)
-		{
-			values[4] = Int32GetDatum(r + 1);
-			values[5] = em->feature_text[(int32) rec[2 + em->top_k + r]];
-			values[6] = Float8GetDatum(rec[2 + r]);
-			tuplestore_putvalues(em->store, em->desc, values, nulls);
-		}
-	}
-}
-
-/*
  * Emit (output, feature, mean |SHAP|, mean SHAP) from column first on, one
  * row per (output, feature), from sums over rows rows (the means NULL when
  * there were none); values and nulls hold the caller's other columns.
@@ -374,9 +335,9 @@ ts_emit_batch(TsEmitter *em, const Datum *keys, const bool *key_null, int32 n, c
 		else if (em->kind == TS_RESULT_INTERACTIONS)
 			emit_interactions(em, keys[i], key_null[i],
 							  result + i * columns * em->spec.selection->count);
-		else if (em->kind == TS_RESULT_TOP)
-			emit_top_features(em, keys[i], key_null[i],
-							  result + i * m->num_outputs * ts_topk_width(em->top_k));
+		else if (ts_result_is_top(em->kind))
+			ts_emit_top_records(em, keys[i], key_null[i],
+								result + i * m->num_outputs * ts_topk_width(em->top_k));
 		else if (em->kind == TS_RESULT_SEGMENTS)
 			add_to_segment(em, keys[i], key_null[i], result + i * (columns + m->num_outputs));
 		else

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/tupdesc.h"
+#include "utils/array.h"
 #include "utils/tuplestore.h"
 
 #include "backend/ts_bulk_write.h"
@@ -25,8 +26,16 @@ typedef enum TsResultKind
 	TS_RESULT_INTERACTIONS,		/* (key, output, feature_a, feature_b, interaction) */
 	TS_RESULT_IMPORTANCE,		/* (output, feature, mean_abs_shap, mean_shap, rows), at the end */
 	TS_RESULT_SEGMENTS,			/* the same per segment (the query's first column), at the end */
-	TS_RESULT_TOP				/* (key, output, prediction, base_value, rank, feature, shap_value) */
+	TS_RESULT_TOP,				/* (key, output, prediction, base_value, rank, feature, shap_value) */
+	TS_RESULT_TOP_WIDE			/* (key, output, prediction, base_value, features[], shap_values[]) */
 } TsResultKind;
+
+/* Whether a result kind is made of top-k records (ts_topk.h), k rows or one row per (row, output). */
+static inline bool
+ts_result_is_top(TsResultKind kind)
+{
+	return kind == TS_RESULT_TOP || kind == TS_RESULT_TOP_WIDE;
+}
 
 
 /* A result tuple reused row after row (ts_emit.c). */
@@ -54,6 +63,8 @@ typedef struct TsEmitter
 	TsTupleTemplate *template;	/* predict, wide: the reused result tuple, NULL when none fits */
 	TsBulkWriter *writer;		/* wide: rows go into a target (explain_into), not the store */
 	bool		template_tried;
+	ArrayType  *top_features;	/* top features, wide: a row's features[], rewritten row after row */
+	ArrayType  *top_values;		/* and its shap_values[] */
 } TsEmitter;
 
 /* Emit (key, output, margin, prediction) rows of one input row from its margins, then its predictions. */
@@ -65,6 +76,13 @@ extern void ts_emit_prediction(TsEmitter *em, Datum key, bool key_null, const do
  */
 extern void ts_emit_batch(TsEmitter *em, const Datum *keys, const bool *key_null, int32 n,
 						  const double *result);
+
+/*
+ * Emit one input row's top-feature records (outputs x ts_topk_width(top_k),
+ * core/ts_topk.h): k rows per output by rank, or one row of two arrays
+ * (ts_emit_top.c).
+ */
+extern void ts_emit_top_records(TsEmitter *em, Datum key, bool key_null, const double *top);
 
 /* Emit what is emitted at the end: importance, overall or per segment; nothing for other kinds. */
 extern void ts_emit_totals(TsEmitter *em);

@@ -33,6 +33,7 @@ PG_FUNCTION_INFO_V1(treeshap_feature_importance);
 PG_FUNCTION_INFO_V1(treeshap_feature_importance_segments);
 PG_FUNCTION_INFO_V1(treeshap_predict);
 PG_FUNCTION_INFO_V1(treeshap_explain_top_features);
+PG_FUNCTION_INFO_V1(treeshap_explain_top_features_wide);
 PG_FUNCTION_INFO_V1(treeshap_shap_values);
 PG_FUNCTION_INFO_V1(treeshap_explain_write);
 
@@ -185,7 +186,7 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 
 	em->spec.kind = kind == TS_RESULT_INTERACTIONS ? TS_RUN_INTERACTIONS
 		: kind == TS_RESULT_IMPORTANCE ? TS_RUN_IMPORTANCE
-		: kind == TS_RESULT_TOP ? TS_RUN_TOP_FEATURES
+		: ts_result_is_top(kind) ? TS_RUN_TOP_FEATURES
 		: kind == TS_RESULT_PREDICT ? TS_RUN_PREDICT : TS_RUN_SHAP;
 	em->spec.method = args != NULL ? args->method : TS_INTERACTION_SHAPLEY;
 	em->spec.selection = kind == TS_RESULT_INTERACTIONS ? resolve_selection(m, args->features) : NULL;
@@ -201,16 +202,18 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->template = NULL;
 	em->template_tried = false;
 	em->writer = NULL;
+	em->top_features = NULL;
+	em->top_values = NULL;
 	if (kind == TS_RESULT_IMPORTANCE)
 		em->sums = palloc0(sizeof(double) * 2 * Max(columns, 1));
 	if (kind == TS_RESULT_SEGMENTS)
 		em->groups = ts_groups_create(TupleDescAttr(rsinfo->setDesc, 0)->atttypid, columns);
-	if (kind == TS_RESULT_TOP)
+	if (ts_result_is_top(kind))
 	{
 		em->top_k = ts_topk_count(args->top_k, m->num_features);
 		em->spec.top_k = em->top_k;
 	}
-	if (kind == TS_RESULT_TOP || kind == TS_RESULT_PREDICT)
+	if (ts_result_is_top(kind) || kind == TS_RESULT_PREDICT)
 		em->margins = palloc(sizeof(double) * 2 * m->num_outputs);
 	if (kind != TS_RESULT_WIDE && kind != TS_RESULT_PREDICT)
 	{
@@ -368,12 +371,9 @@ treeshap_predict(PG_FUNCTION_ARGS)
 	return explain_common(fcinfo, TS_RESULT_PREDICT, NULL);
 }
 
-/*
- * treeshap.explain_top_features(model, query [, key_type], k): per (row,
- * output), the k features of largest |SHAP value|, ties to the earlier feature.
- */
-Datum
-treeshap_explain_top_features(PG_FUNCTION_ARGS)
+/* A top-features form: k, then the SHAP forms' options, then the common body. */
+static Datum
+explain_top_form(FunctionCallInfo fcinfo, TsResultKind kind)
 {
 	TsCallOptions args = {NULL, TS_INTERACTION_SHAPLEY, 0, NULL, false};
 	int			k_arg = PG_NARGS() - 3; /* then output and background */
@@ -384,7 +384,28 @@ treeshap_explain_top_features(PG_FUNCTION_ARGS)
 				 errmsg("k must be a positive number of features")));
 	args.top_k = PG_GETARG_INT32(k_arg);
 	read_shap_options(fcinfo, &args);
-	return explain_common(fcinfo, TS_RESULT_TOP, &args);
+	return explain_common(fcinfo, kind, &args);
+}
+
+/*
+ * treeshap.explain_top_features(model, query [, key_type], k): per (row,
+ * output), the k features of largest |SHAP value|, ties to the earlier
+ * feature, one row each.
+ */
+Datum
+treeshap_explain_top_features(PG_FUNCTION_ARGS)
+{
+	return explain_top_form(fcinfo, TS_RESULT_TOP);
+}
+
+/*
+ * treeshap.explain_top_features_wide(model, query [, key_type], k): the same
+ * features and values as two arrays in rank order, one row per (row, output).
+ */
+Datum
+treeshap_explain_top_features_wide(PG_FUNCTION_ARGS)
+{
+	return explain_top_form(fcinfo, TS_RESULT_TOP_WIDE);
 }
 
 /* The method argument: 'shapley' (XGBoost's pred_interactions) or 'taylor'. */

@@ -92,7 +92,7 @@ cpu_rows_init(const TsEmitter *em, TsCpuRows *r, const TsModel *model, const TsP
 
 	r->kind = em->kind == TS_RESULT_PREDICT ? TS_ROWS_PREDICT
 		: em->kind == TS_RESULT_INTERACTIONS ? TS_ROWS_INTERACTIONS
-		: em->kind == TS_RESULT_TOP ? TS_ROWS_TOP_FEATURES : TS_ROWS_SHAP;
+		: ts_result_is_top(em->kind) ? TS_ROWS_TOP_FEATURES : TS_ROWS_SHAP;
 	r->top_k = em->top_k;
 	r->background = em->background;
 	r->model = model;
