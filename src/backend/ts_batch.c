@@ -5,6 +5,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "access/htup_details.h"
@@ -243,6 +244,52 @@ feature_by_name(const TsBatchReader *r, TupleDesc desc, int32 j)
 }
 
 /*
+ * Where each column read lies in a tuple without NULLs, when every column up
+ * to the last one read has a fixed width (a model's features are mostly
+ * float4 or float8 columns): each at its alignment after the one before, as
+ * heap_fill_tuple() lays them out, whether dropped or not. No layout (NULL)
+ * for varlena columns, text-coded categories, or a whole-row key.
+ */
+static void
+bind_fixed_layout(TsBatchReader *r, TupleDesc desc)
+{
+	int32		nf = r->model->num_features;
+	int		   *offsets = palloc(sizeof(int) * Max(r->natts_read, 1));
+	int			offset = 0;
+
+	r->fixed_offset = NULL;
+	if (r->key_attno == TS_KEY_WHOLE_ROW)
+		return;
+	for (int32 j = 0; j < nf; j++)
+		if (r->feature_text[j] != 0)
+			return;
+	for (int a = 0; a < r->natts_read; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attlen <= 0)
+			return;
+		offset = att_align_nominal(offset, att->attalign);
+		offsets[a] = offset;
+		offset += att->attlen;
+	}
+	r->fixed_offset = palloc(sizeof(int) * Max(nf, 1));
+	for (int32 j = 0; j < nf; j++)
+		r->fixed_offset[j] = offsets[r->feature_attno[j]];
+	r->key_offset = r->key_attno >= 0 ? offsets[r->key_attno] : -1;
+	r->fixed_float4_run = true;
+	for (int32 j = 0; j < nf; j++)
+		r->fixed_float4_run &= r->feature_type[j] == FLOAT4OID &&
+			r->fixed_offset[j] == r->fixed_offset[0] + (int) sizeof(float4) * j;
+	if (r->key_attno >= 0)
+	{
+		r->key_len = TupleDescAttr(desc, r->key_attno)->attlen;
+		r->key_byval = TupleDescAttr(desc, r->key_attno)->attbyval;
+	}
+	pfree(offsets);
+}
+
+/*
  * Map every model feature to a column and check the types: by name when the
  * model has names (and treeshap.match_columns says so), or LightGBM's
  * generated Column_<j> that the columns all have; else the columns other
@@ -289,6 +336,7 @@ ts_batch_bind(TsBatchReader *r, TupleDesc desc)
 	pfree(candidates);
 	r->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
 	r->isnull = palloc(sizeof(bool) * Max(desc->natts, 1));
+	bind_fixed_layout(r, desc);
 	r->bound = true;
 }
 
@@ -518,6 +566,70 @@ ts_batch_convert_row(TsBatchReader *r, uint64 i, Datum key, bool key_null,
 	ts_model_prepare_row(r->model, row);
 }
 
+/* A feature value (as feature_value gives it) from a fixed-width column's bytes in a tuple. */
+static inline float
+fixed_feature_value(const char *p, Oid type)
+{
+	switch (type)
+	{
+		case FLOAT4OID:
+			return ts_feature_value((double) *(const float4 *) p);
+		case FLOAT8OID:
+			return ts_feature_value(*(const float8 *) p);
+		case INT2OID:
+			return ts_feature_value((double) *(const int16 *) p);
+		case INT4OID:
+			return ts_feature_value((double) *(const int32 *) p);
+		case INT8OID:
+			return ts_feature_value((double) *(const int64 *) p);
+		case BOOLOID:
+			return *(const bool *) p ? 1.0f : 0.0f;
+	}
+	pg_unreachable();
+}
+
+/*
+ * n float4 columns' values as features: ts_feature_value's clamp of +inf,
+ * NaN kept (missing), in a loop the compiler can vectorise.
+ */
+static void
+copy_float4_run(const float4 *src, int32 n, float *row)
+{
+	for (int32 j = 0; j < n; j++)
+		row[j] = src[j] > FLT_MAX ? FLT_MAX : src[j];
+}
+
+/*
+ * Convert row i of the batch straight from a tuple's bytes, without
+ * deforming it, where the columns lie at fixed offsets (bind_fixed_layout)
+ * and the tuple has no NULL and every column read (one stored before a
+ * column was added with a default has fewer); false, having done nothing,
+ * otherwise. The same values and key as ts_batch_convert_row's.
+ */
+bool
+ts_batch_convert_tuple(TsBatchReader *r, uint64 i, HeapTuple tuple)
+{
+	int32		nf = r->model->num_features;
+	float	   *row = r->x + i * nf;
+	const char *data;
+
+	if (r->fixed_offset == NULL || tuple == NULL || HeapTupleHasNulls(tuple) ||
+		HeapTupleHeaderGetNatts(tuple->t_data) < r->natts_read)
+		return false;
+	data = (const char *) tuple->t_data + tuple->t_data->t_hoff;
+	r->key_null[i] = r->key_attno < 0;
+	r->keys[i] = r->key_attno < 0 ? (Datum) 0
+		: convert_key(r, datumCopy(fetch_att(data + r->key_offset, r->key_byval, r->key_len),
+								   r->key_byval, r->key_len));
+	if (r->fixed_float4_run)
+		copy_float4_run((const float4 *) (data + r->fixed_offset[0]), nf, row);
+	else
+		for (int32 j = 0; j < nf; j++)
+			row[j] = fixed_feature_value(data + r->fixed_offset[j], r->feature_type[j]);
+	ts_model_prepare_row(r->model, row);
+	return true;
+}
+
 /* Fetch up to batch_rows rows of the cursor and convert them. */
 static uint64
 query_next(TsBatchReader *r)
@@ -537,6 +649,8 @@ query_next(TsBatchReader *r)
 	old = MemoryContextSwitchTo(r->batch_context);
 	for (uint64 i = 0; i < r->nrows; i++)
 	{
+		if (ts_batch_convert_tuple(r, i, tt->vals[i]))
+			continue;
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, r->values, r->isnull);
 		ts_batch_convert_row(r, i, keyless ? (Datum) 0 : r->values[r->key_attno],
 							 keyless || r->isnull[r->key_attno], r->values, r->isnull);

@@ -43,6 +43,12 @@ typedef struct TsBatchReader
 	Oid		   *feature_type;	/* base type of that column */
 	char	   *feature_text;	/* text-like column mapped by the model's dictionary:
 								 * 't' text/varchar, 'b' char(n), 'e' enum; else 0 */
+	int		   *fixed_offset;	/* per model feature: its column's byte offset in a
+								 * tuple without NULLs, where every column read has a
+								 * fixed width (ts_batch_convert_tuple); else NULL */
+	int			key_offset;		/* the key's, likewise */
+	bool		fixed_float4_run;	/* every feature a float4 column, in model order and
+									 * next to each other: one run of floats to copy */
 
 	/* the current batch */
 	float	   *x_target;		/* if set, rows are converted into it (batch_rows rows of room) */
@@ -111,6 +117,7 @@ extern void ts_batch_bind(TsBatchReader *r, TupleDesc desc);
 extern void ts_batch_start(TsBatchReader *r, uint64 room);
 extern void ts_batch_convert_row(TsBatchReader *r, uint64 i, Datum key, bool key_null,
 								 const Datum *values, const bool *isnull);
+extern bool ts_batch_convert_tuple(TsBatchReader *r, uint64 i, HeapTuple tuple);
 
 /* Direct scans (ts_table_source.c). */
 extern uint64 ts_table_scan_next(TsBatchReader *r);

@@ -245,6 +245,12 @@ ts_table_scan_next(TsBatchReader *r)
 
 		if (n % TS_SCAN_INTERRUPT_ROWS == 0)
 			CHECK_FOR_INTERRUPTS();
+		if (TTS_IS_BUFFERTUPLE(r->slot) &&
+			ts_batch_convert_tuple(r, n, ((BufferHeapTupleTableSlot *) r->slot)->base.tuple))
+		{
+			n++;
+			continue;
+		}
 		slot_getsomeattrs(r->slot, r->natts_read);
 		key = slot_key(r, &key_null);
 		ts_batch_convert_row(r, n, key, key_null, r->slot->tts_values, r->slot->tts_isnull);
