@@ -65,6 +65,7 @@ typedef struct TsEmitter
 	bool		template_tried;
 	ArrayType  *top_features;	/* top features, wide: a row's features[], rewritten row after row */
 	ArrayType  *top_values;		/* and its shap_values[] */
+	TupleDesc	top_desc;		/* the rows' columns, arrays stored plain */
 } TsEmitter;
 
 /* Emit (key, output, margin, prediction) rows of one input row from its margins, then its predictions. */

@@ -76,6 +76,25 @@ array_shell(Oid elemtype, int32 n, Size nbytes)
 }
 
 /*
+ * The result's columns with its arrays stored plain: arrays of a few
+ * elements would otherwise be packed with 1-byte headers (as tables pack
+ * them), which every reader of the row (cardinality(), a subscript, the
+ * output function) first copies out again to read; plain, they are read
+ * where they lie. Readers take either form (att_align_pointer), so the
+ * columns' own descriptor reads these rows as it reads any.
+ */
+static TupleDesc
+plain_arrays_desc(TupleDesc desc)
+{
+	TupleDesc	plain = CreateTupleDescCopy(desc);
+
+	for (int i = 0; i < plain->natts; i++)
+		if (TupleDescAttr(plain, i)->attlen == -1)
+			TupleDescAttr(plain, i)->attstorage = TYPSTORAGE_PLAIN;
+	return plain;
+}
+
+/*
  * The two arrays a wide row is made of, allocated once per call and
  * rewritten for each row (tuplestore_putvalues copies them): features[]
  * sized for the k longest names at most (every name's bytes bound that),
@@ -91,6 +110,7 @@ top_arrays_init(TsEmitter *em)
 	em->top_features = array_shell(TEXTOID, em->top_k, ARR_OVERHEAD_NONULLS(1) + names);
 	em->top_values = array_shell(FLOAT8OID, em->top_k,
 								 ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) em->top_k);
+	em->top_desc = plain_arrays_desc(em->desc);
 }
 
 /*
@@ -139,7 +159,7 @@ emit_top_wide(TsEmitter *em, Datum key, bool key_null, const double *top)
 		values[3] = Float8GetDatum(rec[1]);
 		fill_top_features(em, rec + 2 + em->top_k);
 		memcpy(ARR_DATA_PTR(em->top_values), rec + 2, sizeof(double) * em->top_k);
-		tuplestore_putvalues(em->store, em->desc, values, nulls);
+		tuplestore_putvalues(em->store, em->top_desc, values, nulls);
 	}
 }
 
