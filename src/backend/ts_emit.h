@@ -63,9 +63,7 @@ typedef struct TsEmitter
 	TsTupleTemplate *template;	/* predict, wide: the reused result tuple, NULL when none fits */
 	TsBulkWriter *writer;		/* wide: rows go into a target (explain_into), not the store */
 	bool		template_tried;
-	ArrayType  *top_features;	/* top features, wide: a row's features[], rewritten row after row */
-	ArrayType  *top_values;		/* and its shap_values[] */
-	TupleDesc	top_desc;		/* the rows' columns, arrays stored plain */
+	struct TsTopWide *top_wide;	/* top features, wide: the reused arrays (ts_emit_top.c) */
 } TsEmitter;
 
 /* Emit (key, output, margin, prediction) rows of one input row from its margins, then its predictions. */

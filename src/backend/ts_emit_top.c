@@ -95,44 +95,61 @@ plain_arrays_desc(TupleDesc desc)
 }
 
 /*
- * The two arrays a wide row is made of, allocated once per call and
- * rewritten for each row (tuplestore_putvalues copies them): features[]
- * sized for the k longest names at most (every name's bytes bound that),
- * shap_values[] of k doubles.
+ * What the wide rows of a call reuse: the two arrays, allocated once and
+ * rewritten for each row (tuplestore_putvalues copies them), and each
+ * feature name as the array stores it (its 4-byte header, zeros to int
+ * alignment, as construct_array() stores text), copied a word at a time.
  */
-static void
-top_arrays_init(TsEmitter *em)
+typedef struct TsTopWide
 {
+	ArrayType  *features;		/* features[]: room for the k longest names at most */
+	ArrayType  *values;			/* shap_values[]: k doubles */
+	TupleDesc	desc;			/* the result's columns, arrays stored plain */
+	uint32	  **name_words;		/* per feature: its name as stored, in words */
+	int32	   *name_count;		/* and how many words */
+} TsTopWide;
+
+/* The reused arrays and names of a call's wide rows. */
+static TsTopWide *
+top_wide_create(TsEmitter *em)
+{
+	TsTopWide  *w = palloc(sizeof(TsTopWide));
+	int32		nf = em->model->num_features;
 	Size		names = 0;
 
-	for (int32 j = 0; j < em->model->num_features; j++)
-		names += INTALIGN(VARSIZE(DatumGetPointer(em->feature_text[j])));
-	em->top_features = array_shell(TEXTOID, em->top_k, ARR_OVERHEAD_NONULLS(1) + names);
-	em->top_values = array_shell(FLOAT8OID, em->top_k,
-								 ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) em->top_k);
-	em->top_desc = plain_arrays_desc(em->desc);
+	w->name_words = palloc(sizeof(uint32 *) * Max(nf, 1));
+	w->name_count = palloc(sizeof(int32) * Max(nf, 1));
+	for (int32 j = 0; j < nf; j++)
+	{
+		const char *name = DatumGetPointer(em->feature_text[j]);
+		Size		len = INTALIGN(VARSIZE(name));
+
+		w->name_words[j] = palloc0(len);
+		memcpy(w->name_words[j], name, VARSIZE(name));
+		w->name_count[j] = len / sizeof(uint32);
+		names += len;
+	}
+	w->features = array_shell(TEXTOID, em->top_k, ARR_OVERHEAD_NONULLS(1) + names);
+	w->values = array_shell(FLOAT8OID, em->top_k,
+							ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) em->top_k);
+	w->desc = plain_arrays_desc(em->desc);
+	return w;
 }
 
-/*
- * Write a record's feature names into features[], each with its 4-byte
- * header and padded with zeros to int alignment as construct_array()
- * stores text elements, and set the array's size to what they take.
- */
+/* Write a record's feature names into features[] and set its size to what they take. */
 static void
-fill_top_features(TsEmitter *em, const double *indices)
+fill_top_features(TsTopWide *w, int32 k, const double *indices)
 {
-	char	   *p = ARR_DATA_PTR(em->top_features);
+	uint32	   *p = (uint32 *) ARR_DATA_PTR(w->features);
 
-	for (int32 r = 0; r < em->top_k; r++)
+	for (int32 r = 0; r < k; r++)
 	{
-		const char *name = DatumGetPointer(em->feature_text[(int32) indices[r]]);
-		Size		len = VARSIZE(name);
+		int32		j = (int32) indices[r];
 
-		memcpy(p, name, len);
-		memset(p + len, 0, INTALIGN(len) - len);
-		p += INTALIGN(len);
+		for (int32 i = 0; i < w->name_count[j]; i++)
+			*p++ = w->name_words[j][i];
 	}
-	SET_VARSIZE(em->top_features, p - (char *) em->top_features);
+	SET_VARSIZE(w->features, (char *) p - (char *) w->features);
 }
 
 /* Emit one row per output: (key, output, prediction, base_value, features[], shap_values[]). */
@@ -145,11 +162,11 @@ emit_top_wide(TsEmitter *em, Datum key, bool key_null, const double *top)
 	Datum		values[6];
 	bool		nulls[6] = {key_null, false, false, false, false, false};
 
-	if (em->top_features == NULL)
-		top_arrays_init(em);
+	if (em->top_wide == NULL)
+		em->top_wide = top_wide_create(em);
 	values[0] = key;
-	values[4] = PointerGetDatum(em->top_features);
-	values[5] = PointerGetDatum(em->top_values);
+	values[4] = PointerGetDatum(em->top_wide->features);
+	values[5] = PointerGetDatum(em->top_wide->values);
 	for (int32 k = 0; k < m->num_outputs; k++)
 	{
 		const double *rec = top + k * width;
@@ -157,9 +174,9 @@ emit_top_wide(TsEmitter *em, Datum key, bool key_null, const double *top)
 		values[1] = Int32GetDatum(k);
 		values[2] = Float8GetDatum(prediction[k]);
 		values[3] = Float8GetDatum(rec[1]);
-		fill_top_features(em, rec + 2 + em->top_k);
-		memcpy(ARR_DATA_PTR(em->top_values), rec + 2, sizeof(double) * em->top_k);
-		tuplestore_putvalues(em->store, em->top_desc, values, nulls);
+		fill_top_features(em->top_wide, em->top_k, rec + 2 + em->top_k);
+		memcpy(ARR_DATA_PTR(em->top_wide->values), rec + 2, sizeof(double) * em->top_k);
+		tuplestore_putvalues(em->store, em->top_wide->desc, values, nulls);
 	}
 }
 

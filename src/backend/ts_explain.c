@@ -202,8 +202,7 @@ emitter_init(TsEmitter *em, TsResultKind kind, ReturnSetInfo *rsinfo, TsCachedMo
 	em->template = NULL;
 	em->template_tried = false;
 	em->writer = NULL;
-	em->top_features = NULL;
-	em->top_values = NULL;
+	em->top_wide = NULL;
 	if (kind == TS_RESULT_IMPORTANCE)
 		em->sums = palloc0(sizeof(double) * 2 * Max(columns, 1));
 	if (kind == TS_RESULT_SEGMENTS)
