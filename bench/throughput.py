@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from concurrency import connect, features_of, load  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPS = 2
+REPS = 3
 TOP_K = 10
 
 

@@ -8,7 +8,7 @@
 BEGIN;
 \ir setup.sql
 
-SELECT plan(17);
+SELECT plan(18);
 
 -- feature name -> 0-based model index
 CREATE TEMP TABLE fx_feature AS
@@ -116,6 +116,9 @@ SELECT is((SELECT array_agg(row_key || ':' || features::text ORDER BY row_key)
 SELECT is((SELECT sum(cardinality(features)) FROM treeshap.explain_top_features_wide('multiclass', pg_temp.fx_query('multiclass'))),
           (SELECT count(*) FROM treeshap.explain_top_features('multiclass', pg_temp.fx_query('multiclass'))),
           'explain_top_features_wide: k defaults to 5 as the long form''s does');
+SELECT is((SELECT count(*) FROM treeshap.explain_top_features_wide('multiclass', pg_temp.fx_query('multiclass'), k => 3)
+            WHERE pg_column_size(shap_values) <> 24 + 8 * cardinality(shap_values)),
+          0::bigint, 'the arrays come unpacked (a 4-byte header), read where they lie');
 SELECT throws_ok($$SELECT * FROM treeshap.explain_top_features_wide('reg', 'SELECT 1', k => 0)$$, '22023',
                  'k must be a positive number of features', 'explain_top_features_wide: k = 0 is refused');
 

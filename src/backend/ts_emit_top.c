@@ -11,6 +11,7 @@
 
 #include "backend/ts_emit.h"
 #include "core/ts_topk.h"
+#include "service/ts_pg_compat.h"
 
 /*
  * A row's predictions from its records' margins: the model's link, across
@@ -90,7 +91,10 @@ plain_arrays_desc(TupleDesc desc)
 
 	for (int i = 0; i < plain->natts; i++)
 		if (TupleDescAttr(plain, i)->attlen == -1)
+		{
 			TupleDescAttr(plain, i)->attstorage = TYPSTORAGE_PLAIN;
+			ts_tupdesc_column_changed(plain, i);
+		}
 	return plain;
 }
 

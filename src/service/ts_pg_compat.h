@@ -56,6 +56,17 @@
 #define ts_create_wait_event_set(nevents) CreateWaitEventSet(CurrentMemoryContext, (nevents))
 #endif
 
+/*
+ * A column's storage changed in a tuple descriptor of our own: 18 forms
+ * tuples from a compact copy of each column (attispackable among them),
+ * which must be refreshed after the change; before 18 nothing to do.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ts_tupdesc_column_changed(desc, i) populate_compact_attribute((desc), (i))
+#else
+#define ts_tupdesc_column_changed(desc, i) ((void) 0)
+#endif
+
 /* A minimal tuple: 18 asks for the bytes to reserve in front of it (none here). */
 #if PG_VERSION_NUM >= 180000
 #define ts_form_minimal_tuple(desc, values, nulls) heap_form_minimal_tuple((desc), (values), (nulls), 0)
