@@ -184,60 +184,16 @@ ts_gpu_load(TsCachedModel *entry, TsInterface *in, int64 *paths, bool *loaded)
 		elog(ERROR, "the GPU service sent no interface of model \"%s\"", entry->name);
 }
 
-/*
- * The segment of the session's last run, kept for its next: a new segment's
- * pages are faulted in one by one, by this backend as it writes rows and by
- * the executor as it writes results (about 0.1 s a call on an H200 host for
- * a 784-feature, 10-class model's batches of 10,000 rows), where a kept one
- * is mapped already on both sides (the executor keeps mappings by segment).
- * Only a run with no request in flight leaves it, so nothing writes into it
- * between runs; a run that needs more, or far less, makes a new one.
- */
-static dsm_segment *spare_segment = NULL;
-
-/* Segments kept between runs are at most this large. */
-#define TS_SPARE_SEGMENT_BYTES ((Size) 256 * 1024 * 1024)
-
-/* A segment of at least size bytes: the kept one when it fits (up to twice the size), else a new one. */
-static dsm_segment *
-segment_of_size(Size size)
-{
-	dsm_segment *seg = spare_segment;
-
-	spare_segment = NULL;
-	if (seg != NULL && dsm_segment_map_length(seg) >= size && dsm_segment_map_length(seg) <= 2 * size)
-		return seg;
-	if (seg != NULL)
-		dsm_detach(seg);
-	seg = dsm_create(size, 0);
-	dsm_pin_mapping(seg);		/* the run's context, not the resource owner, ends it */
-	return seg;
-}
-
-/* A finished run's segment: kept for the next run when none is and it is not too large, else unmapped. */
-static void
-keep_or_detach(dsm_segment *seg)
-{
-	if (spare_segment == NULL && dsm_segment_map_length(seg) <= TS_SPARE_SEGMENT_BYTES)
-		spare_segment = seg;
-	else
-		dsm_detach(seg);
-}
-
-/* Reset callback of a run's context: drop the request in flight, keep or unmap the segment. */
+/* Reset callback of a run's context: drop the request in flight, unmap the segment. */
 static void
 end_run(void *arg)
 {
 	TsGpuRun   *run = (TsGpuRun *) arg;
-	bool		idle = run->pending == 0;
 
 	if (run->pending != 0)
 		ts_service_abandon(run->pending);
 	run->pending = 0;
-	/* a request abandoned may still be served into it: never reused */
-	if (run->segment != NULL && idle)
-		keep_or_detach(run->segment);
-	else if (run->segment != NULL)
+	if (run->segment != NULL)
 		dsm_detach(run->segment);
 	run->segment = NULL;
 }
@@ -320,9 +276,10 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 
 	check_segment_type();
 	check_fits_device(max_rows, input_bytes + output_len * sizeof(double));
-	run->segment = segment_of_size(at + ts_request_align(slots_bytes) + ts_request_align(bg_bytes) +
-								   TS_REQUEST_AREAS * (ts_request_align(input_bytes) +
-													   ts_request_align(output_len * sizeof(double))));
+	run->segment = dsm_create(at + ts_request_align(slots_bytes) + ts_request_align(bg_bytes) +
+							  TS_REQUEST_AREAS * (ts_request_align(input_bytes) +
+												  ts_request_align(output_len * sizeof(double))), 0);
+	dsm_pin_mapping(run->segment);	/* the run's context, not the resource owner, ends it */
 	h = run->header = dsm_segment_address(run->segment);
 	memset(h, 0, sizeof(*h));
 	h->magic = TS_REQUEST_MAGIC;
@@ -340,8 +297,6 @@ create_segment(TsGpuRun *run, const TsGpuJob *job, int32 max_rows)
 	h->feature_slot_offset = at;
 	if (job->feature_slot != NULL)
 		memcpy((char *) h + at, job->feature_slot, slots_bytes);
-	else
-		memset((char *) h + at, 0, slots_bytes);	/* as a new segment has it */
 	at += ts_request_align(slots_bytes);
 	if (bg != NULL)
 	{
