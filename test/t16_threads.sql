@@ -8,7 +8,7 @@ BEGIN;
 \ir setup.sql
 SET treeshap.device = cpu;
 
-SELECT plan(10);
+SELECT plan(11);
 
 -- one call per fixture and thread count, its rows as text (float8 out prints every bit)
 CREATE FUNCTION pg_temp.run(kind text, f text, threads int, batch int DEFAULT 10000)
@@ -66,6 +66,19 @@ SELECT is((SELECT array_agg(format('%s %s %s', row_key, margin, prediction) ORDE
              FROM (SELECT split_part(r, ' ', 1) || ' ' || split_part(r, ' ', 3) || ' ' || split_part(r, ' ', 4) AS r
                      FROM pg_temp.run('predict', 'reg', 1) r) s),
           'a treeshap call nested in the query of a threaded call: the same predictions');
+-- on the GPU too (the suites on emulated devices and on GPUs force it): the nested
+-- call runs on the CPU, the session's one request with the service being the outer call's
+SET LOCAL treeshap.device = DEFAULT;
+SET LOCAL statement_timeout = '60s';
+SELECT is((SELECT array_agg(format('%s %s %s', row_key, margin, prediction) ORDER BY row_key)
+             FROM treeshap.predict('reg', replace(pg_temp.fx_query('reg'), 'x[1] AS',
+                                                  'x[1] + 0 * pg_temp.nested_margin(id) AS'))),
+          (SELECT array_agg(r ORDER BY split_part(r, ' ', 1)::bigint)
+             FROM (SELECT split_part(r, ' ', 1) || ' ' || split_part(r, ' ', 3) || ' ' || split_part(r, ' ', 4) AS r
+                     FROM pg_temp.run('predict', 'reg', 1) r) s),
+          'a treeshap call nested in the query of a call on the session''s default device: the same predictions');
+RESET statement_timeout;
+SET LOCAL treeshap.device = cpu;
 RESET treeshap.batch_rows;
 
 -- the threads of this backend, from /proc (Linux)

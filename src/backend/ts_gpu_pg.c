@@ -184,12 +184,20 @@ ts_gpu_load(TsCachedModel *entry, TsInterface *in, int64 *paths, bool *loaded)
 		elog(ERROR, "the GPU service sent no interface of model \"%s\"", entry->name);
 }
 
+/*
+ * GPU runs of this session not yet ended: a treeshap call made by the query
+ * of a GPU call (a function of the query's rows) runs on the CPU, since the
+ * session has one request slot with the service and the outer call holds it.
+ */
+static int	live_runs = 0;
+
 /* Reset callback of a run's context: drop the request in flight, unmap the segment. */
 static void
 end_run(void *arg)
 {
 	TsGpuRun   *run = (TsGpuRun *) arg;
 
+	live_runs--;
 	if (run->pending != 0)
 		ts_service_abandon(run->pending);
 	run->pending = 0;
@@ -363,6 +371,7 @@ ts_gpu_run_start(TsCachedModel *entry, int32 max_rows, const TsRunSpec *spec)
 	run->callback.func = end_run;
 	run->callback.arg = run;
 	MemoryContextRegisterResetCallback(ctx, &run->callback);
+	live_runs++;
 	MemoryContextSwitchTo(old);
 	job = job_for(&run->spec, run->host_importance || run->host_top, entry->num_paths);
 	create_segment(run, &job, max_rows);
@@ -534,7 +543,8 @@ ts_device_use_gpu(bool batches)
 {
 	TsServiceStatus st;
 
-	if (ts_device == TS_DEVICE_CPU)
+	/* a call nested in a GPU call's query: the session's one request slot is taken */
+	if (ts_device == TS_DEVICE_CPU || live_runs > 0)
 		return false;
 	ts_service_status(&st);
 	if (ts_device == TS_DEVICE_AUTO)
