@@ -35,5 +35,24 @@ SELECT count(*) FILTER (WHERE boot_val = '0')
 -- every GPU row (if any) names a device with memory and a compute capability
 SELECT bool_and(name <> '' AND total_memory > 0 AND compute_capability ~ '^[0-9]+\.[0-9]+$') IS NOT FALSE AS gpu_rows_valid
   FROM treeshap.gpu_info();
+-- a table whose features are computed (PostgreSQL 18's virtual generated columns, not
+-- stored in the heap) gives what its query gives; on older servers, a stored column
+CREATE FUNCTION pg_temp.generated_kind() RETURNS text LANGUAGE sql AS
+$$ SELECT CASE WHEN current_setting('server_version_num')::int >= 180000 THEN 'VIRTUAL' ELSE 'STORED' END $$;
+DO $$ BEGIN
+  EXECUTE format('CREATE TABLE computed AS SELECT * FROM houses');
+  EXECUTE format('ALTER TABLE computed DROP COLUMN "Longitude"');
+  EXECUTE format('ALTER TABLE computed ADD COLUMN "Longitude" float8 GENERATED ALWAYS AS ("Latitude" - 160) %s',
+                 pg_temp.generated_kind());
+END $$;
+SELECT count(*) AS computed_rows,
+       bool_and(t.margin = q.margin) AS table_equals_query,
+       bool_and(t.margin = h.margin) AS equals_stored_values
+  FROM treeshap.predict('houses', 'computed'::regclass, 'id') t
+  JOIN treeshap.predict('houses', 'SELECT * FROM computed') q USING (row_key, output)
+  JOIN treeshap.predict('houses', 'SELECT id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population",
+                                          "AveOccup", "Latitude", "Latitude" - 160 AS "Longitude" FROM houses') h
+       USING (row_key, output);
+DROP TABLE computed;
 DROP TABLE houses;
 SELECT treeshap.drop_model('houses');

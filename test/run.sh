@@ -103,6 +103,12 @@ echo "== explain_into: stopped mid-run (terminate, cancel, SIGKILL), resumed; sc
 echo "== adversarial models (chains of depth 30,000 and 200,000, a forest of deep trees): every function stopped within 1 s"
 /usr/bin/python3 test/adversarial/cancel_check.py || status=1
 
+# Citus 13 builds on PostgreSQL 15 to 17
+if [ "$("$PG_CONFIG" --version | sed 's/^[^0-9]*\([0-9]*\).*/\1/')" -le 17 ]; then
+  echo "== Citus: a coordinator and two workers; the functions over distributed tables"
+  bash test/citus_check.sh || status=1
+fi
+
 if [ "$checks" = server ]; then
   echo "$("$PG_CONFIG" --version): $([ $status = 0 ] && echo PASS || echo FAIL)"
   exit $status

@@ -23,6 +23,7 @@
 #include "utils/snapmgr.h"
 
 #include "backend/ts_batch.h"
+#include "backend/ts_citus.h"
 #include "service/ts_pg_compat.h"
 
 /* Rows converted between two looks at interrupts: a fraction of a millisecond. */
@@ -76,6 +77,12 @@ direct_scan_reads_as_select(Relation rel)
 	if (RELATION_IS_OTHER_TEMP(rel))
 		return false;
 	if (!ActiveSnapshotSet())
+		return false;
+	/* virtual generated columns are computed by the executor, not stored */
+	if (ts_has_virtual_columns(RelationGetDescr(rel)))
+		return false;
+	/* a Citus table's rows are in its shards, not in the shell here */
+	if (ts_citus_table(RelationGetRelid(rel)))
 		return false;
 	return check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_ENABLED;
 }

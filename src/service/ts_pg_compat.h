@@ -67,6 +67,16 @@
 #define ts_tupdesc_column_changed(desc, i) ((void) 0)
 #endif
 
+/*
+ * 18 added virtual generated columns, computed as a row is read: the heap
+ * holds NULL in their place, so only a query reads their values.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ts_has_virtual_columns(desc) ((desc)->constr != NULL && (desc)->constr->has_generated_virtual)
+#else
+#define ts_has_virtual_columns(desc) false
+#endif
+
 /* A minimal tuple: 18 asks for the bytes to reserve in front of it (none here). */
 #if PG_VERSION_NUM >= 180000
 #define ts_form_minimal_tuple(desc, values, nulls) heap_form_minimal_tuple((desc), (values), (nulls), 0)
