@@ -63,19 +63,27 @@ struct TsBulkWriter
 ArrayType *
 ts_float8_array(const double *values, int32 n)
 {
-	Size		nbytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) n;
 	ArrayType  *a;
 
 	if (n == 0)
 		return construct_empty_array(FLOAT8OID);
-	a = palloc0(nbytes);
+	a = ts_array_shell(FLOAT8OID, n, ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) n);
+	memcpy(ARR_DATA_PTR(a), values, sizeof(double) * (Size) n);
+	return a;
+}
+
+/* A one-dimensional array's header (ts_bulk_write.h), in zeroed memory. */
+ArrayType *
+ts_array_shell(Oid elemtype, int32 n, Size nbytes)
+{
+	ArrayType  *a = palloc0(nbytes);
+
 	SET_VARSIZE(a, nbytes);
 	a->ndim = 1;
 	a->dataoffset = 0;
-	a->elemtype = FLOAT8OID;
+	a->elemtype = elemtype;
 	ARR_DIMS(a)[0] = n;
 	ARR_LBOUND(a)[0] = 1;
-	memcpy(ARR_DATA_PTR(a), values, sizeof(double) * (Size) n);
 	return a;
 }
 

@@ -18,6 +18,12 @@ typedef struct TsBulkWriter TsBulkWriter;
 /* A float8[] of n values (the wide forms' shap_values). */
 extern ArrayType *ts_float8_array(const double *values, int32 n);
 
+/*
+ * A one-dimensional array of n elements of elemtype, no NULLs, in nbytes
+ * (zeroed): its header written, its elements left to the caller.
+ */
+extern ArrayType *ts_array_shell(Oid elemtype, int32 n, Size nbytes);
+
 /* Whether the current user's rows can be bulk-written into the relation. */
 extern bool ts_bulk_target_ok(Oid relid);
 

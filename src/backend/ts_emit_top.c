@@ -61,21 +61,6 @@ emit_top_long(TsEmitter *em, Datum key, bool key_null, const double *top)
 	}
 }
 
-/* An empty one-dimensional array of n elements of type elemtype in nbytes (zeroed): its header only. */
-static ArrayType *
-array_shell(Oid elemtype, int32 n, Size nbytes)
-{
-	ArrayType  *a = palloc0(nbytes);
-
-	SET_VARSIZE(a, nbytes);
-	a->ndim = 1;
-	a->dataoffset = 0;
-	a->elemtype = elemtype;
-	ARR_DIMS(a)[0] = n;
-	ARR_LBOUND(a)[0] = 1;
-	return a;
-}
-
 /*
  * The result's columns with its arrays stored plain: arrays of a few
  * elements would otherwise be packed with 1-byte headers (as tables pack
@@ -133,8 +118,8 @@ top_wide_create(TsEmitter *em)
 		w->name_count[j] = len / sizeof(uint32);
 		names += len;
 	}
-	w->features = array_shell(TEXTOID, em->top_k, ARR_OVERHEAD_NONULLS(1) + names);
-	w->values = array_shell(FLOAT8OID, em->top_k,
+	w->features = ts_array_shell(TEXTOID, em->top_k, ARR_OVERHEAD_NONULLS(1) + names);
+	w->values = ts_array_shell(FLOAT8OID, em->top_k,
 							ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) em->top_k);
 	w->desc = plain_arrays_desc(em->desc);
 	return w;
