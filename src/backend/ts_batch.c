@@ -5,7 +5,6 @@
  */
 #include "postgres.h"
 
-#include <float.h>
 #include <math.h>
 
 #include "access/htup_details.h"
@@ -254,7 +253,7 @@ static void
 bind_fixed_layout(TsBatchReader *r, TupleDesc desc)
 {
 	int32		nf = r->model->num_features;
-	int		   *offsets = palloc(sizeof(int) * Max(r->natts_read, 1));
+	int		   *offsets;
 	int			offset = 0;
 
 	r->fixed_offset = NULL;
@@ -264,23 +263,28 @@ bind_fixed_layout(TsBatchReader *r, TupleDesc desc)
 		if (r->feature_text[j] != 0)
 			return;
 	for (int a = 0; a < r->natts_read; a++)
+		if (TupleDescAttr(desc, a)->attlen <= 0)
+			return;
+	offsets = palloc(sizeof(int) * Max(r->natts_read, 1));
+	for (int a = 0; a < r->natts_read; a++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, a);
 
-		if (att->attlen <= 0)
-			return;
 		offset = att_align_nominal(offset, att->attalign);
 		offsets[a] = offset;
 		offset += att->attlen;
 	}
 	r->fixed_offset = palloc(sizeof(int) * Max(nf, 1));
-	for (int32 j = 0; j < nf; j++)
-		r->fixed_offset[j] = offsets[r->feature_attno[j]];
-	r->key_offset = r->key_attno >= 0 ? offsets[r->key_attno] : -1;
+	r->fixed_len = palloc(sizeof(int16) * Max(nf, 1));
 	r->fixed_float4_run = true;
 	for (int32 j = 0; j < nf; j++)
+	{
+		r->fixed_offset[j] = offsets[r->feature_attno[j]];
+		r->fixed_len[j] = TupleDescAttr(desc, r->feature_attno[j])->attlen;
 		r->fixed_float4_run &= r->feature_type[j] == FLOAT4OID &&
 			r->fixed_offset[j] == r->fixed_offset[0] + (int) sizeof(float4) * j;
+	}
+	r->key_offset = r->key_attno >= 0 ? offsets[r->key_attno] : -1;
 	if (r->key_attno >= 0)
 	{
 		r->key_len = TupleDescAttr(desc, r->key_attno)->attlen;
@@ -566,37 +570,12 @@ ts_batch_convert_row(TsBatchReader *r, uint64 i, Datum key, bool key_null,
 	ts_model_prepare_row(r->model, row);
 }
 
-/* A feature value (as feature_value gives it) from a fixed-width column's bytes in a tuple. */
-static inline float
-fixed_feature_value(const char *p, Oid type)
-{
-	switch (type)
-	{
-		case FLOAT4OID:
-			return ts_feature_value((double) *(const float4 *) p);
-		case FLOAT8OID:
-			return ts_feature_value(*(const float8 *) p);
-		case INT2OID:
-			return ts_feature_value((double) *(const int16 *) p);
-		case INT4OID:
-			return ts_feature_value((double) *(const int32 *) p);
-		case INT8OID:
-			return ts_feature_value((double) *(const int64 *) p);
-		case BOOLOID:
-			return *(const bool *) p ? 1.0f : 0.0f;
-	}
-	pg_unreachable();
-}
-
-/*
- * n float4 columns' values as features: ts_feature_value's clamp of +inf,
- * NaN kept (missing), in a loop the compiler can vectorise.
- */
+/* n float4 columns' values as features, one after the other (feature_value's rule). */
 static void
 copy_float4_run(const float4 *src, int32 n, float *row)
 {
 	for (int32 j = 0; j < n; j++)
-		row[j] = src[j] > FLT_MAX ? FLT_MAX : src[j];
+		row[j] = ts_feature_value((double) src[j]);
 }
 
 /*
@@ -625,7 +604,8 @@ ts_batch_convert_tuple(TsBatchReader *r, uint64 i, HeapTuple tuple)
 		copy_float4_run((const float4 *) (data + r->fixed_offset[0]), nf, row);
 	else
 		for (int32 j = 0; j < nf; j++)
-			row[j] = fixed_feature_value(data + r->fixed_offset[j], r->feature_type[j]);
+			row[j] = feature_value(fetch_att(data + r->fixed_offset[j], true, r->fixed_len[j]),
+								   r->feature_type[j]);
 	ts_model_prepare_row(r->model, row);
 	return true;
 }

@@ -46,6 +46,7 @@ typedef struct TsBatchReader
 	int		   *fixed_offset;	/* per model feature: its column's byte offset in a
 								 * tuple without NULLs, where every column read has a
 								 * fixed width (ts_batch_convert_tuple); else NULL */
+	int16	   *fixed_len;		/* and its width (every feature type there is by value) */
 	int			key_offset;		/* the key's, likewise */
 	bool		fixed_float4_run;	/* every feature a float4 column, in model order and
 									 * next to each other: one run of floats to copy */
