@@ -31,9 +31,9 @@ struct TsTupleTemplate
 	int32		num_elements;
 };
 
-/* The offsets heap_fill_tuple gives desc's first n columns, all fixed-width: each at its alignment. */
-static void
-fixed_offsets(TupleDesc desc, int n, int *offsets)
+/* Where heap_fill_tuple puts desc's first n columns, all fixed-width; returns their end. */
+int
+ts_fixed_offsets(TupleDesc desc, int n, int *offsets)
 {
 	int			offset = 0;
 
@@ -45,6 +45,7 @@ fixed_offsets(TupleDesc desc, int n, int *offsets)
 		offsets[i] = offset;
 		offset += att->attlen;
 	}
+	return offset;
 }
 
 /* A template for desc's rows, or NULL when a column is not fixed-width by value. */
@@ -63,7 +64,7 @@ template_create(TupleDesc desc)
 	t = palloc0(sizeof(TsTupleTemplate));
 	t->tuple = ts_form_minimal_tuple(desc, values, nulls);
 	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
-	fixed_offsets(desc, desc->natts, t->offsets);
+	ts_fixed_offsets(desc, desc->natts, t->offsets);
 	t->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	return t;
 }
@@ -135,7 +136,7 @@ wide_template_create(TupleDesc desc, int32 n)
 	values[3] = PointerGetDatum(ts_float8_array(probe, n));
 	t->tuple = ts_form_minimal_tuple(desc, values, nulls);
 	t->data = (char *) t->tuple + t->tuple->t_hoff - MINIMAL_TUPLE_OFFSET;
-	fixed_offsets(desc, 3, t->offsets);
+	ts_fixed_offsets(desc, 3, t->offsets);
 	t->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	/* where the elements lie: after the array's header, short (1 byte) or not (4) */
 	ExecStoreMinimalTuple(t->tuple, t->slot, false);

@@ -83,6 +83,12 @@ extern void ts_emit_batch(TsEmitter *em, const Datum *keys, const bool *key_null
  */
 extern void ts_emit_top_records(TsEmitter *em, Datum key, bool key_null, const double *top);
 
+/*
+ * The offsets heap_fill_tuple gives desc's first n columns, all fixed-width
+ * and none NULL: each at its alignment; returns where the n-th ends.
+ */
+extern int	ts_fixed_offsets(TupleDesc desc, int n, int *offsets);
+
 /* Emit what is emitted at the end: importance, overall or per segment; nothing for other kinds. */
 extern void ts_emit_totals(TsEmitter *em);
 

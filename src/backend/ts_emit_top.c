@@ -6,7 +6,10 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/tupmacs.h"
 #include "catalog/pg_type.h"
+#include "executor/tuptable.h"
 #include "utils/array.h"
 
 #include "backend/ts_emit.h"
@@ -85,9 +88,14 @@ plain_arrays_desc(TupleDesc desc)
 
 /*
  * What the wide rows of a call reuse: the two arrays, allocated once and
- * rewritten for each row (tuplestore_putvalues copies them), and each
- * feature name as the array stores it (its 4-byte header, zeros to int
- * alignment, as construct_array() stores text), copied a word at a time.
+ * rewritten for each row, and each feature name as the array stores it
+ * (its 4-byte header, zeros to int alignment, as construct_array() stores
+ * text), copied a word at a time. Where the key is fixed-width by value,
+ * each row is also written into one reused minimal tuple (the prefix's
+ * columns in place, then the two arrays at their alignments) that the
+ * tuplestore copies, where tuplestore_putvalues() would size, zero and
+ * fill a new tuple per row; the layout is checked once, against the tuple
+ * PostgreSQL forms of the call's first row.
  */
 typedef struct TsTopWide
 {
@@ -96,9 +104,34 @@ typedef struct TsTopWide
 	TupleDesc	desc;			/* the result's columns, arrays stored plain */
 	uint32	  **name_words;		/* per feature: its name as stored, in words */
 	int32	   *name_count;		/* and how many words */
+	MinimalTuple tuple;			/* the reused row, NULL when rows are formed one by one */
+	char	   *data;			/* its column bytes */
+	int			offsets[4];		/* key, output, prediction, base_value */
+	int			features_at;	/* features[], from data; shap_values[] follows it */
+	bool		checked;		/* the layout was compared with PostgreSQL's */
+	TupleTableSlot *slot;		/* hands the tuple to the tuplestore */
 } TsTopWide;
 
-/* The reused arrays and names of a call's wide rows. */
+/* Room for a row's tuple: header, prefix, the two arrays at their largest, alignment. */
+static void
+top_wide_tuple_create(TsTopWide *w)
+{
+	Form_pg_attribute key = TupleDescAttr(w->desc, 0);
+	Size		room;
+
+	w->tuple = NULL;
+	if (!key->attbyval || key->attlen <= 0)
+		return;
+	w->features_at = att_align_nominal(ts_fixed_offsets(w->desc, 4, w->offsets),
+									   TupleDescAttr(w->desc, 4)->attalign);
+	room = MAXALIGN(SizeofMinimalTupleHeader) + w->features_at + VARSIZE(w->features) +
+		MAXIMUM_ALIGNOF + VARSIZE(w->values);
+	w->tuple = palloc0(room);
+	w->slot = MakeSingleTupleTableSlot(w->desc, &TTSOpsMinimalTuple);
+	w->checked = false;
+}
+
+/* The reused arrays, names and tuple of a call's wide rows. */
 static TsTopWide *
 top_wide_create(TsEmitter *em)
 {
@@ -122,6 +155,7 @@ top_wide_create(TsEmitter *em)
 	w->values = ts_array_shell(FLOAT8OID, em->top_k,
 							ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) em->top_k);
 	w->desc = plain_arrays_desc(em->desc);
+	top_wide_tuple_create(w);
 	return w;
 }
 
@@ -139,6 +173,60 @@ fill_top_features(TsTopWide *w, int32 k, const double *indices)
 			*p++ = w->name_words[j][i];
 	}
 	SET_VARSIZE(w->features, (char *) p - (char *) w->features);
+}
+
+/* Write a row into the reused tuple: the prefix in place, the arrays after it, padding zeroed. */
+static void
+write_top_tuple(TsTopWide *w, const Datum *values)
+{
+	Size		at = w->features_at + VARSIZE(w->features);
+	Size		values_at = att_align_nominal(at, TupleDescAttr(w->desc, 5)->attalign);
+
+	for (int i = 0; i < 4; i++)
+		store_att_byval(w->data + w->offsets[i], values[i], TupleDescAttr(w->desc, i)->attlen);
+	memcpy(w->data + w->features_at, w->features, VARSIZE(w->features));
+	memset(w->data + at, 0, values_at - at);
+	memcpy(w->data + values_at, w->values, VARSIZE(w->values));
+	w->tuple->t_len = (w->data - (char *) w->tuple) + values_at + VARSIZE(w->values);
+}
+
+/*
+ * Take the reused tuple's header from the tuple PostgreSQL forms of the
+ * first row, and keep the tuple only if writing that row in place gives
+ * the same bytes.
+ */
+static void
+check_top_tuple(TsTopWide *w, const Datum *values, const bool *nulls)
+{
+	MinimalTuple formed = ts_form_minimal_tuple(w->desc, (Datum *) values, (bool *) nulls);
+	Size		header = formed->t_hoff - MINIMAL_TUPLE_OFFSET;
+
+	w->checked = true;
+	memcpy(w->tuple, formed, header);
+	w->data = (char *) w->tuple + header;
+	write_top_tuple(w, values);
+	if (formed->t_len != w->tuple->t_len || memcmp(formed, w->tuple, formed->t_len) != 0)
+		w->tuple = NULL;
+	pfree(formed);
+}
+
+/* Add a row: through the reused tuple where the key allows, else formed by PostgreSQL. */
+static void
+put_top_wide(TsEmitter *em, TsTopWide *w, const Datum *values, const bool *nulls)
+{
+	if (w->tuple != NULL && !nulls[0])
+	{
+		if (!w->checked)
+			check_top_tuple(w, values, nulls);
+		if (w->tuple != NULL)
+		{
+			write_top_tuple(w, values);
+			ExecStoreMinimalTuple(w->tuple, w->slot, false);
+			tuplestore_puttupleslot(em->store, w->slot);
+			return;
+		}
+	}
+	tuplestore_putvalues(em->store, w->desc, (Datum *) values, (bool *) nulls);
 }
 
 /* Emit one row per output: (key, output, prediction, base_value, features[], shap_values[]). */
@@ -165,7 +253,7 @@ emit_top_wide(TsEmitter *em, Datum key, bool key_null, const double *top)
 		values[3] = Float8GetDatum(rec[1]);
 		fill_top_features(em->top_wide, em->top_k, rec + 2 + em->top_k);
 		memcpy(ARR_DATA_PTR(em->top_wide->values), rec + 2, sizeof(double) * em->top_k);
-		tuplestore_putvalues(em->store, em->top_wide->desc, values, nulls);
+		put_top_wide(em, em->top_wide, values, nulls);
 	}
 }
 
