@@ -1592,3 +1592,47 @@ END
 $$;
 COMMENT ON PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean, integer, boolean) IS
     'explain the source rows the target lacks for the model''s current version, one commit per batch or key range, in up to `workers` background workers';
+
+-- Citus -------------------------------------------------------------------
+
+-- Every node of a Citus cluster holds every model: treeshap.model_store becomes
+-- a reference table, a copy on each node written in the same transaction. Its
+-- trigger runs on every copy and derives the same columns from the same bytes;
+-- versions are drawn on the node that writes (load_model draws them in the
+-- row). Row level security and the owner column hold on every node.
+CREATE FUNCTION treeshap.citus_share_models()
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'citus is not installed in this database'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'CREATE EXTENSION citus first.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'treeshap.model_store'::regclass) THEN
+        RETURN false;
+    END IF;
+    -- Citus refuses a table with triggers unless told; this one is row-local and deterministic
+    SET LOCAL citus.enable_unsafe_triggers = on;
+    PERFORM create_reference_table('treeshap.model_store');
+    RETURN true;
+END
+$$;
+REVOKE ALL ON FUNCTION treeshap.citus_share_models() FROM PUBLIC;
+COMMENT ON FUNCTION treeshap.citus_share_models() IS
+    'make treeshap.model_store a Citus reference table, so that every node holds every model (true), or find it one already (false); CREATE EXTENSION does it on a Citus coordinator';
+
+-- on a Citus coordinator the models are shared from the start (workers take the
+-- extension from the coordinator and skip this)
+DO $$
+BEGIN
+    -- nested: without Citus, citus_is_coordinator() does not exist to be called
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        IF pg_catalog.citus_is_coordinator() THEN
+            PERFORM treeshap.citus_share_models();
+        END IF;
+    END IF;
+END
+$$;

@@ -37,18 +37,21 @@ stop_all() {
 trap stop_all EXIT
 
 # node i listens on 127.0.0.1:port0+i (Citus's nodes reach each other over TCP)
-i=0
-for n in $nodes; do
-  as_owner "$PGBIN/initdb" -D "$base/$n" -A trust -U postgres >"$base/$n.initdb.log" 2>&1 \
-    || { cat "$base/$n.initdb.log"; echo "citus-check: FAIL (initdb)"; exit 1; }
-  cat >>"$base/$n/postgresql.auto.conf" <<EOF
+start_node() {  # start_node NAME I
+  as_owner "$PGBIN/initdb" -D "$base/$1" -A trust -U postgres >"$base/$1.initdb.log" 2>&1 \
+    || { cat "$base/$1.initdb.log"; echo "citus-check: FAIL (initdb)"; exit 1; }
+  cat >>"$base/$1/postgresql.auto.conf" <<EOF
 shared_preload_libraries = 'citus,pg_treeshap'
 max_worker_processes = 16
 treeshap.device = cpu
 EOF
-  as_owner "$PGBIN/pg_ctl" -D "$base/$n" -l "$base/$n.log" -w \
-    -o "-k $base -p $((port0 + i)) -c listen_addresses=127.0.0.1" start >/dev/null \
-    || { cat "$base/$n.log"; echo "citus-check: FAIL (start $n)"; exit 1; }
+  as_owner "$PGBIN/pg_ctl" -D "$base/$1" -l "$base/$1.log" -w \
+    -o "-k $base -p $((port0 + $2)) -c listen_addresses=127.0.0.1" start >/dev/null \
+    || { cat "$base/$1.log"; echo "citus-check: FAIL (start $1)"; exit 1; }
+}
+i=0
+for n in $nodes; do
+  start_node "$n" "$i"
   i=$((i + 1))
 done
 export PGHOST=$base PGUSER=postgres PGDATABASE=postgres
@@ -105,6 +108,8 @@ check "feature_importance: the distributed table read as a table, to 1e-12 (its 
                    AND abs(d.mean_shap - l.mean_shap) <= 1e-12 * greatest(abs(l.mean_shap), 1e-300)) AND count(*) = 8
      FROM treeshap.feature_importance('reg', 'houses_dist'::regclass) d
      JOIN treeshap.feature_importance('reg', 'houses_local'::regclass) l USING (output, feature)"
+
+. test/citus_models.sh
 
 echo "citus-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -2,7 +2,7 @@
 -- replace/drop semantics, and cache invalidation across backends.
 BEGIN;
 \ir setup.sql
-SELECT plan(21);
+SELECT plan(23);
 
 SELECT is((SELECT row(format, num_trees, num_features, num_outputs, objective)::text
              FROM treeshap.models WHERE name = 'multiclass'),
@@ -77,6 +77,12 @@ SELECT throws_ok($$SELECT * FROM treeshap.explain_shap_wide('reg', 'SELECT 1, 2'
                  'model "reg" does not exist', 'explaining a dropped model is an error');
 SELECT throws_ok($$SELECT treeshap.drop_model('reg')$$, '42704', NULL, 'dropping twice is an error');
 SELECT is(treeshap.drop_model('reg', if_exists => true), false, 'if_exists makes it a no-op');
+
+-- sharing models across a Citus cluster needs Citus, and is the extension owner's to do
+SELECT throws_ok($$SELECT treeshap.citus_share_models()$$, '55000',
+                 'citus is not installed in this database', 'sharing models without Citus is an error');
+SELECT ok(NOT has_function_privilege('public', 'treeshap.citus_share_models()', 'EXECUTE'),
+          'roles at large may not share the models');
 SELECT * FROM finish();
 ROLLBACK;
 

@@ -134,14 +134,15 @@ store_row(Datum name_datum, bytea *bytes, const TsModel *m, uint64 digest, bool 
 	for (int i = 0; i < NUM_STORED; i++)
 		nulls[2 + i] = isnull[i] ? 'n' : ' ';
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO treeshap.model_store AS s (name, model, %s) VALUES ($1, $2",
-					 column_list(false));
+	appendStringInfo(&sql, "INSERT INTO treeshap.model_store AS s (name, model, %s, created_at, version) "
+					 "VALUES ($1, $2", column_list(false));
 	for (int i = 0; i < NUM_STORED; i++)
 		appendStringInfo(&sql, ", $%d", 3 + i);
-	appendStringInfoString(&sql, ")");
+	/* drawn in the row, not in the update: Citus evaluates them once, on the coordinator */
+	appendStringInfoString(&sql, ", now(), nextval('treeshap.model_version'))");
 	if (replace)
 		appendStringInfo(&sql, " ON CONFLICT (name) DO UPDATE SET model = EXCLUDED.model, %s, "
-						 "created_at = now(), version = nextval('treeshap.model_version')",
+						 "created_at = EXCLUDED.created_at, version = EXCLUDED.version",
 						 column_list(true));
 	if (SPI_execute_with_args(sql.data, 2 + NUM_STORED, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not store model");
@@ -234,6 +235,18 @@ same_bytes(HeapTuple old_row, TupleDesc desc, uint64 digest, Size length)
 }
 
 /*
+ * Whether the trigger runs on a Citus placement of the table (a reference
+ * table's shard, named after the table with its shard id), not on the
+ * table itself: each node then writes its own copy of the row, so a
+ * version drawn here would be drawn once per node, each different.
+ */
+static bool
+on_citus_placement(Relation rel)
+{
+	return strcmp(RelationGetRelationName(rel), "model_store") != 0;
+}
+
+/*
  * The row to write: NEW with every derived column taken from its bytes (a
  * parse, unless _store_model is writing the model it just parsed), and on an
  * UPDATE that changes the bytes but not the version, a new version.
@@ -286,6 +299,14 @@ stamp_row(TriggerData *trig)
 		if (!old_null && !new_null && DatumGetInt64(old_version) == DatumGetInt64(new_version))
 		{
 			Oid			seq = get_relname_relid("model_version", RelationGetNamespace(rel));
+
+			if (on_citus_placement(rel))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("model \"%s\" would get a different version on each node of the Citus cluster",
+								TextDatumGetCString(name)),
+						 errdetail("Its bytes change in an UPDATE that keeps its version."),
+						 errhint("Use treeshap.load_model(name, bytes, replace => true), or set version to a value drawn before the UPDATE with nextval('treeshap.model_version').")));
 
 			columns[n] = version;
 			values[n] = Int64GetDatum(nextval_internal(seq, true));
