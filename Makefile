@@ -59,7 +59,9 @@ cuda/%.o: cuda/%.cu cuda/ts_cuda.h cuda/ts_cuda_status.h cuda/ts_warp_dp.cuh cud
 
 EXTRA_CLEAN = cuda/*.o src/*/*.o
 
-# 0.2.0 fresh: 0.1.0's script, then the update's without its \echo guard
-extension/$(EXTENSION)--0.2.0.sql: extension/$(EXTENSION)--0.1.0.sql extension/$(EXTENSION)--0.1.0--0.2.0.sql
+# 0.2.0 fresh: 0.1.0's script, then the update's without its \echo guard and its
+# update-only block, then what a fresh install does on a Citus coordinator
+extension/$(EXTENSION)--0.2.0.sql: extension/$(EXTENSION)--0.1.0.sql extension/$(EXTENSION)--0.1.0--0.2.0.sql extension/citus_fresh.sql
 	{ sed 's/^-- pg_treeshap 0.1.0:/-- pg_treeshap 0.2.0 (written by the Makefile from the 0.1.0 script and its update):/' $<; \
-	  sed '/^\\echo /d' extension/$(EXTENSION)--0.1.0--0.2.0.sql; } > $@
+	  sed '/^\\echo /d; /^-- update only (/,/^-- update only: end/d' extension/$(EXTENSION)--0.1.0--0.2.0.sql; \
+	  cat extension/citus_fresh.sql; } > $@

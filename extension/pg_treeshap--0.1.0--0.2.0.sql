@@ -1222,6 +1222,22 @@ END
 $$;
 
 DROP PROCEDURE treeshap.explain_into(text, regclass, text, text, text, text, integer, text[], boolean);
+/* Take the run lock of a target (as spelled by explain_into), or ERROR: a run holds it. */
+CREATE FUNCTION treeshap._job_lock_target(target text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT treeshap._job_lock(hashtext(target)) THEN
+        RAISE EXCEPTION 'an explain_into job into % is already running', target
+              USING ERRCODE = 'lock_not_available',
+                    DETAIL = format('Backend %s holds the lock of this target; see treeshap.jobs.',
+                                    treeshap._job_lock_holder(target));
+    END IF;
+END
+$$;
+
 CREATE PROCEDURE treeshap.explain_into(model text, source regclass, target text,
                                        key_column text DEFAULT 'id',
                                        filter text DEFAULT NULL,
@@ -1312,6 +1328,12 @@ BEGIN
 
     tgt := (SELECT string_agg(quote_ident(p), '.' ORDER BY i)
               FROM unnest(parse_ident(target)) WITH ORDINALITY u(p, i));
+    -- a table distributed by Citus is explained where its shards are
+    IF treeshap._citus_distributed(source) THEN
+        CALL treeshap._citus_explain_into(model, version, source, tgt, key_column, key_name, key_coll, filter,
+                                          layout, batch_size, features, keep_old_versions, workers, follow);
+        RETURN;
+    END IF;
     created := to_regclass(tgt) IS NULL;
     IF created THEN
         EXECUTE treeshap._target_ddl(tgt, layout, key_name, key_coll);
@@ -1374,12 +1396,7 @@ BEGIN
     -- a CALL inside a transaction block fails here, before any lock is taken
     COMMIT;
 
-    IF NOT treeshap._job_lock(hashtext(tgt)) THEN
-        RAISE EXCEPTION 'an explain_into job into % is already running', tgt
-              USING ERRCODE = 'lock_not_available',
-                    DETAIL = format('Backend %s holds the lock of this target; see treeshap.jobs.',
-                                    treeshap._job_lock_holder(tgt));
-    END IF;
+    PERFORM treeshap._job_lock_target(tgt);
 
     -- running (and visible to others) from here, while the rows to do are counted
     -- a followed job whose target is in step with its source under this version but for
@@ -1599,12 +1616,18 @@ COMMENT ON PROCEDURE treeshap.explain_into(text, regclass, text, text, text, tex
 -- a reference table, a copy on each node written in the same transaction. Its
 -- trigger runs on every copy and derives the same columns from the same bytes;
 -- versions are drawn on the node that writes (load_model draws them in the
--- row). Row level security and the owner column hold on every node.
+-- row). Row level security and the owner column hold on every node. Refused
+-- while a worker holds models of its own: the worker's copy of the table
+-- becomes the shared one's shell there, and they would be lost from sight.
 CREATE FUNCTION treeshap.citus_share_models()
 RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+-- Citus refuses a table with triggers unless told; this one is row-local and deterministic
+SET citus.enable_unsafe_triggers = on
 AS $$
+DECLARE
+    holder text;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'citus is not installed in this database'
@@ -1614,9 +1637,18 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'treeshap.model_store'::regclass) THEN
         RETURN false;
     END IF;
-    -- Citus refuses a table with triggers unless told; this one is row-local and deterministic
-    SET LOCAL citus.enable_unsafe_triggers = on;
-    PERFORM create_reference_table('treeshap.model_store');
+    -- (a worker that has no pg_treeshap yet holds none: Citus creates it there after this)
+    SELECT format('%s:%s', w.nodename, w.nodeport) INTO holder
+      FROM pg_catalog.run_command_on_workers(
+               'SELECT pg_catalog.to_regclass(''treeshap.model_store'') IS NOT NULL AND '
+               'pg_catalog.query_to_xml(''SELECT 1 FROM treeshap.model_store LIMIT 1'', false, true, '''')::text <> ''''') w
+     WHERE NOT w.success OR w.result <> 'f' LIMIT 1;
+    IF holder IS NOT NULL THEN
+        RAISE EXCEPTION 'worker % holds models of its own, or cannot be reached', holder
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'Load them on the coordinator and drop them on the worker, then share the models.';
+    END IF;
+    PERFORM pg_catalog.create_reference_table('treeshap.model_store');
     RETURN true;
 END
 $$;
@@ -1624,15 +1656,376 @@ REVOKE ALL ON FUNCTION treeshap.citus_share_models() FROM PUBLIC;
 COMMENT ON FUNCTION treeshap.citus_share_models() IS
     'make treeshap.model_store a Citus reference table, so that every node holds every model (true), or find it one already (false); CREATE EXTENSION does it on a Citus coordinator';
 
--- on a Citus coordinator the models are shared from the start (workers take the
--- extension from the coordinator and skip this)
+-- update only (the Makefile leaves this block out of the fresh 0.2.0 script):
+-- Citus replays the update on the workers, where a model_store made a reference
+-- table here would turn this script's own statements into distributed ones. (A
+-- WARNING: an extension script shows the client nothing below that.)
 DO $$
 BEGIN
-    -- nested: without Citus, citus_is_coordinator() does not exist to be called
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
-        IF pg_catalog.citus_is_coordinator() THEN
-            PERFORM treeshap.citus_share_models();
-        END IF;
+        RAISE WARNING 'the models are not shared across the nodes of the Citus cluster'
+              USING HINT = 'Run SELECT treeshap.citus_share_models(); on the coordinator to keep every model on every node.';
     END IF;
+END
+$$;
+-- update only: end
+
+-- Whether a table is distributed by Citus across its nodes (hash-distributed:
+-- reference and Citus-local tables are read through queries like any table).
+CREATE FUNCTION treeshap._citus_distributed(rel regclass)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- nested: without Citus, pg_dist_partition does not exist to be read
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RETURN EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = rel AND p.partmethod = 'h');
+    END IF;
+    RETURN false;
+END
+$$;
+
+-- The caller's settings that a shard's session takes on: the treeshap settings
+-- and the search_path it set (the filter, the features and a background query
+-- are read with them), as (name, value) pairs. (No SET clause: its own would be
+-- taken for the caller's.)
+CREATE FUNCTION treeshap._citus_settings()
+RETURNS text[]
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(pg_catalog.array_agg(ARRAY[s.name, pg_catalog.current_setting(s.name)] ORDER BY s.name), '{}')
+      FROM pg_catalog.pg_settings s
+     WHERE (s.name OPERATOR(pg_catalog.~~) 'treeshap.%' OR s.name OPERATOR(pg_catalog.=) 'search_path')
+       AND s.source OPERATOR(pg_catalog.=) 'session' AND s.context OPERATOR(pg_catalog.=) 'user';
+$$;
+
+-- Take on the caller's settings in a shard's session (its connection ends with the command).
+CREATE FUNCTION treeshap._citus_take_settings(settings text[])
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(settings, 1), 0) LOOP
+        PERFORM pg_catalog.set_config(settings[i][1], settings[i][2], false);
+    END LOOP;
+END
+$$;
+
+-- A shard's placement by its qualified name (shard_name leaves out a public schema).
+CREATE FUNCTION treeshap._citus_shard(rel regclass, shard bigint)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN n.nspname = 'public' THEN 'public.' ELSE '' END || pg_catalog.shard_name(rel, shard)
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = rel;
+$$;
+
+-- Run one command per shard on the node that holds it (node, port, shard and
+-- command in `work`), all at once but at most `per_node` at a time on a node:
+-- Citus opens a connection per command. Returns (node, port, shard, success, result).
+CREATE FUNCTION treeshap._citus_run(work text[], per_node integer)
+RETURNS TABLE (node text, port integer, shard bigint, success boolean, result text)
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- the k-th command of a node goes in wave k / per_node; a wave ends before the next starts
+    WITH w AS MATERIALIZED (
+        SELECT i, work[i][1] AS node, work[i][2]::integer AS port, work[i][3]::bigint AS shard, work[i][4] AS command,
+               (row_number() OVER (PARTITION BY work[i][1], work[i][2] ORDER BY i) - 1) / greatest(per_node, 1) AS wave
+          FROM generate_subscripts(work, 1) i)
+    SELECT r.node_name, r.node_port, a.shards[r.ordinality], r.success, r.result
+      FROM (SELECT w.wave, array_agg(w.node ORDER BY w.i) AS nodes, array_agg(w.port ORDER BY w.i) AS ports,
+                   array_agg(w.command ORDER BY w.i) AS commands, array_agg(w.shard ORDER BY w.i) AS shards
+              FROM w GROUP BY w.wave) a,
+           LATERAL pg_catalog.master_run_on_worker(a.nodes, a.ports, a.commands, true) WITH ORDINALITY r
+     ORDER BY a.wave, r.ordinality;
+$$;
+
+-- Every worker reachable and holding the model in this version, or an ERROR,
+-- before a job over a distributed table writes anything.
+CREATE FUNCTION treeshap._citus_check_workers(model text, version bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    w record;
+BEGIN
+    FOR w IN SELECT * FROM pg_catalog.run_command_on_workers(
+                 format('SELECT version FROM treeshap.model_store WHERE name = %L', model)) LOOP
+        IF NOT w.success AND NOT EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') x
+                                          WHERE x.nodename = w.nodename AND x.nodeport = w.nodeport AND x.success) THEN
+            RAISE EXCEPTION 'worker %:% cannot be reached', w.nodename, w.nodeport
+                  USING ERRCODE = 'connection_failure', DETAIL = w.result,
+                        HINT = 'Nothing was written: run explain_into again once every worker is up.';
+        ELSIF NOT w.success OR w.result IS DISTINCT FROM version::text THEN
+            RAISE EXCEPTION 'model "%" is not on worker %:% in version %', model, w.nodename, w.nodeport, version
+                  USING ERRCODE = 'undefined_object',
+                        DETAIL = CASE WHEN NOT w.success THEN w.result
+                                      WHEN w.result = '' THEN 'The worker has no model of that name.'
+                                      ELSE format('The worker has version %s.', w.result) END,
+                        HINT = 'SELECT treeshap.citus_share_models() on the coordinator keeps every model on every node.';
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- The target of a job over a distributed source: created distributed by its
+-- row key and co-located with the source (each source shard's rows then land in
+-- the target shard on the same node), or checked to be so. (The caller's
+-- search_path places and finds the target, as in explain_into.)
+CREATE FUNCTION treeshap._citus_target(source regclass, target text, layout text, key_type oid,
+                                       key_name text, key_collation text)
+RETURNS boolean
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    colocation integer;
+    target_colocation integer;
+    target_column text;
+BEGIN
+    SELECT p.colocationid INTO colocation FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = source;
+    IF pg_catalog.to_regclass(target) IS NULL THEN
+        EXECUTE treeshap._target_ddl(target, layout, key_name, key_collation);
+        PERFORM pg_catalog.create_distributed_table(target, 'row_key', colocate_with => source::text);
+        RETURN true;
+    END IF;
+    PERFORM treeshap._check_target(target::regclass, layout, key_type);
+    SELECT p.colocationid, pg_catalog.column_to_column_name(p.logicalrelid, p.partkey)
+      INTO target_colocation, target_column
+      FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = target::regclass AND p.partmethod = 'h';
+    IF target_colocation IS DISTINCT FROM colocation OR target_column IS DISTINCT FROM 'row_key' THEN
+        RAISE EXCEPTION 'target % is not distributed by row_key and co-located with %', target, source
+              USING ERRCODE = 'invalid_table_definition',
+                    DETAIL = CASE WHEN target_colocation IS NULL
+                                  THEN 'The target is not a distributed table.'
+                                  ELSE format('The target is distributed by %s in co-location group %s, the source in group %s.',
+                                              target_column, target_colocation, colocation) END,
+                    HINT = format('Let explain_into create the target, or run SELECT create_distributed_table(%L, ''row_key'', colocate_with => %L).',
+                                  target, source::text);
+    END IF;
+    RETURN false;
+END
+$$;
+
+-- One shard's part of a job over a distributed table, in that shard's own session:
+-- the caller's settings, then explain_into of the shard into its target shard.
+CREATE PROCEDURE treeshap._citus_shard_into(settings text[], model text, source regclass, target text,
+                                            key_column text, filter text, layout text, batch_size integer,
+                                            features text[], keep_old_versions boolean, workers integer)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM treeshap._citus_take_settings(settings);
+    CALL treeshap.explain_into(model, source, target, key_column => key_column, filter => filter,
+                               layout => layout, batch_size => batch_size, features => features,
+                               keep_old_versions => keep_old_versions, workers => workers);
+END
+$$;
+
+-- The shards of a job: each source shard, the co-located target shard and the
+-- node that holds both, by their qualified names.
+CREATE FUNCTION treeshap._citus_shard_pairs(source regclass, target regclass)
+RETURNS TABLE (node text, port integer, shard bigint, source_shard text, target_shard text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p.nodename, p.nodeport, s.shardid, treeshap._citus_shard(source, s.shardid),
+           treeshap._citus_shard(target, t.shardid)
+      FROM pg_dist_shard s
+      JOIN pg_dist_shard t ON t.logicalrelid = target AND t.shardminvalue = s.shardminvalue
+                          AND t.shardmaxvalue = s.shardmaxvalue
+      JOIN pg_dist_shard_placement p ON p.shardid = s.shardid AND p.shardstate = 1
+      JOIN pg_dist_shard_placement q ON q.shardid = t.shardid AND q.shardstate = 1
+                                    AND q.nodename = p.nodename AND q.nodeport = p.nodeport
+     WHERE s.logicalrelid = source
+     ORDER BY s.shardid;
+$$;
+
+-- explain_into over a table distributed by Citus: each shard of the source is
+-- explained on the node that holds it, into the co-located shard of the target,
+-- with the caller's settings, in waves of citus.max_adaptive_executor_pool_size
+-- shards a node (a connection each). Each shard is a job of its own on its node, exactly once as every job
+-- is: a run that fails on some shards leaves the others done, and the next run
+-- skips what is done. The job's row here holds the run's state and, at its end,
+-- the rows all shards explained.
+CREATE PROCEDURE treeshap._citus_explain_into(model text, version bigint, source regclass, target text,
+                                              key_column text, key_name text, key_collation text,
+                                              filter text, layout text, batch_size integer,
+                                              features text[], keep_old_versions boolean,
+                                              workers integer, follow boolean)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    dist_column text;
+    created     boolean;
+    job         bigint;
+    src         text;
+    shards      bigint;
+    failed      bigint;
+    failure     text;
+    done_rows   bigint;
+    per_node    integer := coalesce(nullif(current_setting('citus.max_adaptive_executor_pool_size', true), '')::integer, 16);
+    err_state   text;
+    err_msg     text;
+    err_detail  text;
+    err_hint    text;
+    settings    text[];
+BEGIN
+    IF follow THEN
+        RAISE EXCEPTION 'explain_into cannot follow a table distributed by Citus'
+              USING ERRCODE = 'feature_not_supported', HINT = 'Run it with follow => false.';
+    END IF;
+    SELECT pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) INTO dist_column
+      FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = source;
+    IF dist_column IS DISTINCT FROM key_column THEN
+        RAISE EXCEPTION 'explain_into over % needs its distribution column as the key', source
+              USING ERRCODE = 'feature_not_supported',
+                    DETAIL = format('The table is distributed by %s; the key is %s.', dist_column, key_column),
+                    HINT = format('Pass key_column => %L: each shard is explained where it lies, into the target shard that holds the same keys.', dist_column);
+    END IF;
+    -- what the shards' own calls would refuse with a SQLSTATE of their own
+    IF NOT pg_catalog.has_table_privilege(source, 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied for table %', source USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    PERFORM treeshap._citus_check_workers(model, version);
+    SELECT format('%I.%I', n.nspname, c.relname) INTO src
+      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = source;
+    created := treeshap._citus_target(source, target, layout,
+                                      (SELECT a.atttypid FROM pg_catalog.pg_attribute a
+                                        WHERE a.attrelid = source AND a.attname = key_column),
+                                      key_name, key_collation);
+    IF NOT pg_catalog.has_table_privilege(target::regclass, 'INSERT, DELETE') THEN
+        RAISE EXCEPTION 'permission denied for table %', target USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- one spelling per table, as explain_into's: the job's name and its lock key
+    SELECT format('%I.%I', n.nspname, c.relname) INTO target
+      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid = target::regclass;
+    job := treeshap._job_open(model, src, target, layout, created);
+    -- the shards' jobs see the target's shards once they are committed
+    COMMIT;
+    PERFORM treeshap._job_lock_target(target);
+    PERFORM treeshap._job_update(job, 'start', version => version);
+    COMMIT;
+
+    -- from here an error or a cancel is recorded in the job's row before it is raised
+    BEGIN
+        settings := treeshap._citus_settings();
+        SELECT count(*), count(*) FILTER (WHERE NOT r.success),
+               min(format('%s:%s, shard %s: %s', r.node, r.port, r.shard, r.result)) FILTER (WHERE NOT r.success)
+          INTO shards, failed, failure
+          FROM treeshap._citus_run(ARRAY(
+                   SELECT ARRAY[p.node, p.port::text, p.shard::text,
+                                format('CALL treeshap._citus_shard_into(%L, %L, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
+                                       settings, model, p.source_shard, p.target_shard, key_column, filter, layout,
+                                       batch_size, features, keep_old_versions, coalesce(workers, 0))]
+                     FROM treeshap._citus_shard_pairs(source, target::regclass) p), per_node) r;
+        -- the rows this run explained, from the shards' job rows
+        SELECT coalesce(sum(r.result::bigint), 0) INTO done_rows
+          FROM treeshap._citus_run(ARRAY(
+                   SELECT ARRAY[p.node, p.port::text, p.shard::text,
+                                format('SELECT coalesce(sum(j.rows_done), 0) FROM treeshap.job_store j '
+                                       'WHERE j.target_oid = %L::regclass AND j.runs > 0', p.target_shard)]
+                     FROM treeshap._citus_shard_pairs(source, target::regclass) p), per_node) r
+         WHERE r.success;
+        IF failed > 0 THEN
+            err_state := CASE WHEN EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') w WHERE NOT w.success)
+                              THEN '08006' ELSE '38000' END;
+            err_msg := format('explain_into failed on %s of %s shards of %s', failed, shards, source);
+            err_detail := failure;
+            err_hint := 'Run it again: the shards done are skipped, the others go on where they stopped.';
+        END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
+                                err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+    END;
+    PERFORM treeshap._job_update(job, 'batch', rows => coalesce(done_rows, 0));
+    IF err_state IS NOT NULL THEN
+        PERFORM treeshap._job_update(job, 'failed', error => err_msg || coalesce(': ' || nullif(err_detail, ''), ''));
+    ELSE
+        PERFORM treeshap._job_update(job, 'done');
+    END IF;
+    PERFORM treeshap._job_unlock();
+    COMMIT;
+    IF err_state IS NOT NULL THEN
+        PERFORM treeshap._raise(err_state, err_msg, err_detail, err_hint);
+    END IF;
+END
+$$;
+
+-- feature_importance over a table distributed by Citus: each shard's sums are
+-- computed on the node that holds it (its GPU service or CPU threads, with the
+-- caller's settings), then added here in shard order and divided by the rows
+-- (NULL means for none, as on a single node). A shard returns its means times
+-- its rows, so the result equals a single node's to about 1e-15, the order of
+-- the additions aside. Called by the C function for such a table, outside a
+-- transaction block (a shard's session sees only what is committed), with the
+-- caller's settings (treeshap._citus_settings(), read before this function's
+-- own search_path is set).
+CREATE FUNCTION treeshap._citus_importance(model text, source regclass,
+                                           model_output treeshap.shap_output, background text,
+                                           settings text[])
+RETURNS TABLE (output integer, feature text, mean_abs_shap double precision,
+               mean_shap double precision, rows bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    results  text[];
+    missing  text;
+    per_node integer := coalesce(nullif(current_setting('citus.max_adaptive_executor_pool_size', true), '')::integer, 16);
+BEGIN
+    -- one answer per shard, from a placement that gave one (an empty shard's means are NULL: its sums are 0)
+    SELECT array_agg(p.result ORDER BY p.shard) FILTER (WHERE p.success),
+           min(format('%s:%s, shard %s: %s', p.node, p.port, p.shard, p.result)) FILTER (WHERE NOT p.success)
+      INTO results, missing
+      FROM (SELECT DISTINCT ON (r.shard) r.*
+              FROM treeshap._citus_run(ARRAY(
+                       SELECT ARRAY[pl.nodename, pl.nodeport::text, s.shardid::text,
+                                    format('SELECT treeshap._citus_shard_importance(%L, %L, %L, %L, %L)',
+                                           settings, model, treeshap._citus_shard(source, s.shardid),
+                                           model_output, background)]
+                         FROM pg_dist_shard s
+                         JOIN pg_dist_shard_placement pl ON pl.shardid = s.shardid AND pl.shardstate = 1
+                        WHERE s.logicalrelid = source ORDER BY s.shardid), per_node) r
+             ORDER BY r.shard, r.success DESC) p;
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'feature_importance of % failed on a shard', source
+              USING ERRCODE = CASE WHEN EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') w
+                                                 WHERE NOT w.success)
+                                   THEN 'connection_failure' ELSE 'external_routine_exception' END,
+                    DETAIL = missing;
+    END IF;
+    RETURN QUERY
+    SELECT (e->>0)::integer, e->>1,
+           sum((e->>2)::float8 ORDER BY u.i) / nullif(sum((e->>4)::bigint), 0)::float8,
+           sum((e->>3)::float8 ORDER BY u.i) / nullif(sum((e->>4)::bigint), 0)::float8,
+           sum((e->>4)::bigint)::bigint
+      FROM unnest(results) WITH ORDINALITY u(res, i), json_array_elements(u.res::json) e
+     GROUP BY 1, 2
+     ORDER BY 1, min((e->>5)::bigint);
+END
+$$;
+
+-- One shard's importance sums, in that shard's own session with the caller's
+-- settings: (output, feature, sum of |SHAP|, sum of SHAP, rows, position) as JSON.
+CREATE FUNCTION treeshap._citus_shard_importance(settings text[], model text, shard regclass,
+                                                 model_output treeshap.shap_output, background text)
+RETURNS json
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    sums json;
+BEGIN
+    PERFORM treeshap._citus_take_settings(settings);
+    SELECT json_agg(json_build_array(f.output, f.feature, coalesce(f.mean_abs_shap * f.rows, 0),
+                                     coalesce(f.mean_shap * f.rows, 0), f.rows, f.i) ORDER BY f.i)
+      INTO sums
+      FROM treeshap.feature_importance(model, shard, model_output, background) WITH ORDINALITY
+           AS f(output, feature, mean_abs_shap, mean_shap, rows, i);
+    RETURN sums;
 END
 $$;

@@ -1,61 +1,18 @@
 #!/bin/bash
-# pg_treeshap on Citus: a coordinator and two workers (three throwaway
-# clusters of the PostgreSQL that PG_CONFIG names, on this machine, each
-# preloading citus and pg_treeshap), Citus built first when it is not
-# installed (test/citus_build.sh). Checks that the explain and predict
-# functions over a distributed table, in their query and table forms, return
-# what they return over a plain table of the same rows. Prints ok lines and
-# ends with citus-check: PASS or FAIL; the clusters are removed.
+# pg_treeshap on Citus: a coordinator and two workers (test/citus_cluster.sh:
+# throwaway clusters on this machine, Citus built first when it is not
+# installed). Checks that the explain and predict functions over a distributed
+# table, in their query and table forms, return what they return over a plain
+# table of the same rows; that models are on every node (test/citus_models.sh);
+# and explain_into over a distributed table, its bad input and a worker killed
+# mid-job (test/citus_jobs.sh). Prints ok lines and ends with citus-check: PASS
+# or FAIL; the clusters are removed.
 set -u
 cd "$(dirname "$0")/.."
-PG_CONFIG=${PG_CONFIG:-pg_config}
-if ! bash test/citus_build.sh; then
-  echo "citus-check: FAIL (Citus is not installed and could not be built)"
-  exit 1
-fi
-PGBIN=$("$PG_CONFIG" --bindir)
-[ -x "$PGBIN/initdb" ] || PGBIN=/usr/lib/postgresql/15/bin
-export PATH="$PGBIN:$PATH"
-if [ -f "$PGBIN/../lib/libpq.so.5" ]; then
-  export LD_LIBRARY_PATH="$(cd "$PGBIN/../lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
-base=$(mktemp -d /tmp/pg_treeshap-citus.XXXXXX)
-port0=${TS_CITUS_PORT:-54371}
-nodes="coordinator worker1 worker2"
-if [ "$(id -u)" = 0 ]; then
-  chown postgres "$base"
-  as_owner() { (cd "$base" && runuser -u postgres -- "$@"); }
-else
-  as_owner() { "$@"; }
-fi
-stop_all() {
-  for n in $nodes; do
-    [ -d "$base/$n" ] && as_owner "$PGBIN/pg_ctl" -D "$base/$n" -m immediate stop >/dev/null 2>&1
-  done
-  rm -rf "$base"
-}
-trap stop_all EXIT
-
-# node i listens on 127.0.0.1:port0+i (Citus's nodes reach each other over TCP)
-start_node() {  # start_node NAME I
-  as_owner "$PGBIN/initdb" -D "$base/$1" -A trust -U postgres >"$base/$1.initdb.log" 2>&1 \
-    || { cat "$base/$1.initdb.log"; echo "citus-check: FAIL (initdb)"; exit 1; }
-  cat >>"$base/$1/postgresql.auto.conf" <<EOF
-shared_preload_libraries = 'citus,pg_treeshap'
-max_worker_processes = 16
-treeshap.device = cpu
-EOF
-  as_owner "$PGBIN/pg_ctl" -D "$base/$1" -l "$base/$1.log" -w \
-    -o "-k $base -p $((port0 + $2)) -c listen_addresses=127.0.0.1" start >/dev/null \
-    || { cat "$base/$1.log"; echo "citus-check: FAIL (start $1)"; exit 1; }
-}
-i=0
-for n in $nodes; do
-  start_node "$n" "$i"
-  i=$((i + 1))
-done
-export PGHOST=$base PGUSER=postgres PGDATABASE=postgres
-on() { local p=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -p "$p" "$@"; }
+TS_CITUS_LABEL=citus-check
+TS_CITUS_CONF="track_functions = 'all'"  # each node counts its calls of feature_importance
+. test/citus_cluster.sh
+citus_cluster_up 2
 status=0
 check() {  # check NAME SQL: the SQL returns one boolean, true to pass
   local got
@@ -63,11 +20,6 @@ check() {  # check NAME SQL: the SQL returns one boolean, true to pass
   if [ "$got" = t ]; then echo "ok   $1"; else echo "FAIL $1: $got"; status=1; fi
 }
 
-for i in 0 1 2; do on $((port0 + i)) -c "CREATE EXTENSION citus" || exit 1; done
-on "$port0" -c "SELECT citus_set_coordinator_host('127.0.0.1', $port0)" >/dev/null &&
-on "$port0" -c "SELECT citus_add_node('127.0.0.1', $((port0 + 1)))" -c "SELECT citus_add_node('127.0.0.1', $((port0 + 2)))" >/dev/null \
-  || { echo "citus-check: FAIL (adding the workers)"; exit 1; }
-on "$port0" -c "CREATE EXTENSION pg_treeshap" || exit 1
 echo "Citus $(on "$port0" -At -c "SELECT citus_version()" | awk '{print $2}') on PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'): a coordinator and $(on "$port0" -At -c "SELECT count(*) FROM citus_get_active_worker_nodes()") workers"
 
 # the 'reg' fixture's rows, as a plain table and as a distributed one
@@ -103,13 +55,36 @@ done
 check "feature_importance: an ordered query over the distributed table sums to the plain table's bits" \
   "SELECT $(same "treeshap.feature_importance('reg', 'SELECT * FROM houses_dist ORDER BY id')" \
                  "treeshap.feature_importance('reg', 'SELECT * FROM houses_local ORDER BY id')")"
-check "feature_importance: the distributed table read as a table, to 1e-12 (its rows come in the shards' order)" \
+calls_on_workers() {  # the calls of feature_importance on each worker (as its statistics have them so far)
+  on "$port0" -At -c "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(
+    'SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = ''feature_importance''')"
+}
+before=$(calls_on_workers)
+check "feature_importance: the distributed table read as a table, to 1e-12 (its shards summed where they lie)" \
   "SELECT bool_and(d.rows = l.rows AND abs(d.mean_abs_shap - l.mean_abs_shap) <= 1e-12 * abs(l.mean_abs_shap)
                    AND abs(d.mean_shap - l.mean_shap) <= 1e-12 * greatest(abs(l.mean_shap), 1e-300)) AND count(*) = 8
      FROM treeshap.feature_importance('reg', 'houses_dist'::regclass) d
      JOIN treeshap.feature_importance('reg', 'houses_local'::regclass) l USING (output, feature)"
+for _ in $(seq 20); do [ "$(calls_on_workers)" != "$before" ] && break; sleep 0.25; done
+after=$(calls_on_workers)
+if [ "$(paste -d' ' <(echo "$before" | tr ',' '\n') <(echo "$after" | tr ',' '\n') | awk '$2 <= $1 {bad = 1} END {print bad ? "no" : "yes"}')" = yes ]; then
+  echo "ok   and summed on every worker (its calls of feature_importance there: $before -> $after)"
+else echo "FAIL feature_importance was not summed on every worker: its calls there $before -> $after"; status=1; fi
+check "feature_importance against a background, in probability space, over the distributed table: to 1e-12" \
+  "SELECT bool_and(d.rows = l.rows AND abs(d.mean_abs_shap - l.mean_abs_shap) <= 1e-12 * abs(l.mean_abs_shap)
+                   AND abs(d.mean_shap - l.mean_shap) <= 1e-12 * greatest(abs(l.mean_shap), 1e-300)) AND count(*) = 8
+     FROM treeshap.feature_importance('reg', 'houses_dist'::regclass, 'probability'::treeshap.shap_output,
+                                        'SELECT * FROM houses_dist ORDER BY id LIMIT 20') d
+     JOIN treeshap.feature_importance('reg', 'houses_local'::regclass, 'probability'::treeshap.shap_output,
+                                        'SELECT * FROM houses_dist ORDER BY id LIMIT 20') l
+    USING (output, feature)"
+on "$port0" -c "CREATE TABLE empty_dist (LIKE houses_local)" -c "SELECT create_distributed_table('empty_dist', 'id')" >/dev/null
+check "feature_importance of an empty distributed table: what a plain empty table gives" \
+  "SELECT $(same "treeshap.feature_importance('reg', 'empty_dist'::regclass)" \
+                 "treeshap.feature_importance('reg', 'SELECT * FROM houses_local WHERE false')")"
 
 . test/citus_models.sh
+. test/citus_jobs.sh
 
 echo "citus-check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

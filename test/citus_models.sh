@@ -79,8 +79,6 @@ check_nodes "a dropped model is gone from every worker" orig,reg $workers
 # a worker added later: Citus copies reference tables to it on replicate_reference_tables()
 # (by COPY: its default, logical replication, needs wal_level = logical)
 start_node worker3 3
-nodes="$nodes worker3"
-on "$((port0 + 3))" -c "CREATE EXTENSION citus" >/dev/null
 on "$port0" -c "SELECT citus_add_node('127.0.0.1', $((port0 + 3)))" -c "SELECT replicate_reference_tables('block_writes')" >/dev/null
 check_nodes "a worker added later has every model" orig,reg $workers $((port0 + 3))
 check "and its own copy of them" \

@@ -20,12 +20,12 @@ SELECT is((SELECT array_agg(t.oid::regtype::text ORDER BY 1) FROM pg_type t
               AND obj_description(t.oid, 'pg_type') IS NULL),
           NULL, 'every type has a comment');
 
--- parallel unsafe: the functions that write (models, jobs), and no other
+-- parallel unsafe: the functions that write (models, jobs, Citus's catalog), and no other
 SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text) FROM pg_proc p
             WHERE p.pronamespace = 'treeshap'::regnamespace AND p.proname NOT LIKE '\_%'
               AND p.proparallel = 'u'),
-          ARRAY['drop_model', 'explain_into', 'load_model'],
-          'parallel unsafe exactly where a function writes: load_model, drop_model, explain_into');
+          ARRAY['citus_share_models', 'drop_model', 'explain_into', 'load_model'],
+          'parallel unsafe exactly where a function writes: load_model, drop_model, explain_into, citus_share_models');
 
 SELECT is(treeshap.model_bytes(NULL), NULL, 'model_bytes is strict: NULL for a NULL name');
 

@@ -9,6 +9,7 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -20,6 +21,7 @@
 #include "utils/tuplestore.h"
 
 #include "backend/ts_background.h"
+#include "backend/ts_citus.h"
 #include "backend/ts_run.h"
 #include "backend/ts_settings.h"
 #include "core/ts_interactions.h"
@@ -447,6 +449,15 @@ treeshap_explain_interactions(PG_FUNCTION_ARGS)
 Datum
 treeshap_feature_importance(PG_FUNCTION_ARGS)
 {
+	/*
+	 * A distributed table's shards are summed where they lie, by sessions of
+	 * their own: outside a transaction block, where they see what this one
+	 * sees (within one, the rows it changed and the locks it holds are its).
+	 */
+	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == REGCLASSOID && !PG_ARGISNULL(0) &&
+		!PG_ARGISNULL(1) && !PG_ARGISNULL(2) && !IsTransactionBlock() &&
+		ts_citus_distributed(PG_GETARG_OID(1)))
+		return ts_citus_importance(fcinfo);
 	return explain_shap_form(fcinfo, TS_RESULT_IMPORTANCE);
 }
 

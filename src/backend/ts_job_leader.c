@@ -301,6 +301,6 @@ treeshap_job_workers_wanted(PG_FUNCTION_ARGS)
 				 errmsg("workers must be between 0 and %d, not %d", TS_JOB_MAX_WORKERS, workers),
 				 errhint("0 runs the job in this session alone.")));
 	if (workers == -1)
-		workers = (int) Max(1, Min(sysconf(_SC_NPROCESSORS_ONLN), max_worker_processes / 2));
+		workers = (int) Max(1, Min(ts_usable_cores(), max_worker_processes / 2));
 	PG_RETURN_INT32(workers);
 }

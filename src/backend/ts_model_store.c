@@ -243,7 +243,7 @@ same_bytes(HeapTuple old_row, TupleDesc desc, uint64 digest, Size length)
 static bool
 on_citus_placement(Relation rel)
 {
-	return strcmp(RelationGetRelationName(rel), "model_store") != 0;
+	return RelationGetRelid(rel) != get_relname_relid("model_store", RelationGetNamespace(rel));
 }
 
 /*

@@ -4,6 +4,9 @@
 #include "postgres.h"
 
 #include <unistd.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -25,15 +28,25 @@ static bool pool_overlapping;
 
 static bool exit_hook_set = false;
 
+/* The cores this process may run on (ts_threads.h). */
+long
+ts_usable_cores(void)
+{
+#ifdef __linux__
+	cpu_set_t	set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+#endif
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 int
 ts_cpu_threads_now(void)
 {
-	long		cores;
-
 	if (ts_cpu_threads > 0)
 		return ts_cpu_threads;
-	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	return (int) Max(1, Min(cores, TS_CPU_THREADS_AUTO_MAX));
+	return (int) Max(1, Min(ts_usable_cores(), TS_CPU_THREADS_AUTO_MAX));
 }
 
 /* The pool for the current setting, (re)started when the setting changed. */

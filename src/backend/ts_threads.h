@@ -9,6 +9,14 @@
 #include "core/ts_cpu_rows.h"
 
 /* Threads a CPU run uses now, the backend's own included. */
+/*
+ * The cores this process may run on: those of its CPU affinity where the
+ * system tells (a server pinned to a share of the machine, as a container's
+ * cpuset or taskset pins it, counts the cores of its share), else every core
+ * online.
+ */
+extern long ts_usable_cores(void);
+
 extern int	ts_cpu_threads_now(void);
 
 /*

@@ -1,0 +1,76 @@
+#!/bin/bash
+# explain_into over a table distributed by Citus, with one worker node and then
+# two, on this machine (test/citus_cluster.sh): each worker node pinned to its
+# own share of the cores (half of them; taskset), the coordinator unpinned,
+# treeshap.device = cpu unless TS_BENCH_DEVICE says otherwise (gpu: the nodes
+# share the machine's GPUs). The table: NAME's rows from WORK (NAME.csv,
+# NAME.json, as bench/fetch_inputs.sh writes them) repeated to ROWS rows
+# (default 2,000,000), distributed by its key. Each run checks every row is
+# explained and that a sample of 1 row in 1,000 holds what explain_shap_wide
+# computes on the coordinator, bit for bit. Prints one JSON record per run,
+# then two nodes' rate over one node's, measured in one run.
+#   bash bench/citus_bench.sh WORK NAME [ROWS]
+set -u
+cd "$(dirname "$0")/.."
+work=$(cd "$1" && pwd) name=$2 rows=${3:-2000000}
+device=${TS_BENCH_DEVICE:-cpu}
+cores=$(nproc)
+half=$((cores / 2))
+shares=("0-$((half - 1))" "$half-$((cores - 1))")
+features=$(python3 -c "import json; print(json.load(open('$work/$name.json'))['learner']['learner_model_param']['num_feature'])")
+TS_CITUS_LABEL=citus-bench
+# (jit off: a server built with LLVM may lack its library, and JIT is noise here)
+TS_CITUS_CONF="treeshap.device = $device
+jit = off"
+. test/citus_cluster.sh
+cols=$(for j in $(seq 0 $((features - 1))); do printf ', f%d real' "$j"; done)
+picks=$(for j in $(seq 0 $((features - 1))); do printf ', b.f%d' "$j"; done)
+
+# run N: explain_into with N worker nodes; its JSON record in $base/run-N.json
+run() {
+  local n=$1 t0 t1 done sample
+  citus_cluster_up "$n" "${shares[@]:0:$n}" >/dev/null
+  on "$port0" >/dev/null <<EOF || { echo "citus-bench: FAIL (setup)"; exit 1; }
+SELECT 1 FROM treeshap.load_model('$name', pg_read_binary_file('$work/$name.json'));
+CREATE TABLE base (id bigint PRIMARY KEY$cols);
+\\copy base FROM '$work/$name.csv' CSV
+CREATE TABLE src (id bigint PRIMARY KEY$cols);
+SELECT create_distributed_table('src', 'id');
+INSERT INTO src SELECT b.id + k * (SELECT count(*) FROM base) AS id$picks
+  FROM base b, generate_series(0, $rows / (SELECT count(*) FROM base) - 1) k;
+VACUUM ANALYZE src;
+EOF
+  t0=$(date +%s.%N)
+  on "$port0" -c "CALL treeshap.explain_into('$name', 'src', 'explained')" >/dev/null \
+    || { echo "citus-bench: FAIL (explain_into)"; exit 1; }
+  t1=$(date +%s.%N)
+  done=$(on "$port0" -At -c "SELECT rows_done FROM treeshap.jobs WHERE target = 'public.explained'")
+  sample=$(on "$port0" -At -c "SELECT NOT EXISTS (
+      (SELECT row_key, output, base_value, shap_values FROM explained WHERE row_key % 1000 = 7
+       EXCEPT ALL SELECT row_key, output, base_value, shap_values
+                    FROM treeshap.explain_shap_wide('$name', 'SELECT * FROM src WHERE id % 1000 = 7'))
+      UNION ALL
+      (SELECT row_key, output, base_value, shap_values
+         FROM treeshap.explain_shap_wide('$name', 'SELECT * FROM src WHERE id % 1000 = 7')
+       EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM explained WHERE row_key % 1000 = 7))")
+  citus_cluster_down
+  python3 -c "
+import json, sys
+n, rows, done, t, sample = $n, $rows, int('$done' or 0), $t1 - $t0, '$sample' == 't'
+print(json.dumps({'kind': 'citus_explain_into', 'name': '$name', 'device': '$device', 'rows': rows,
+                  'worker_nodes': n, 'cores': $cores, 'cores_per_node': $half, 'seconds': round(t, 3),
+                  'rows_per_s': round(rows / t), 'every_row': done == rows, 'sample_equal': sample}))" \
+    > "$base/run-$n.json"
+}
+
+run 1
+cat "$base/run-1.json"
+run 2
+cat "$base/run-2.json"
+python3 -c "
+import json
+one, two = (json.load(open('$base/run-%d.json' % n)) for n in (1, 2))
+ok = all(r['every_row'] and r['sample_equal'] for r in (one, two))
+print(f\"two worker nodes / one: {two['rows_per_s'] / one['rows_per_s']:.2f} \"
+      f\"({one['rows_per_s']} -> {two['rows_per_s']} rows/s, {one['cores_per_node']} cores a node, \"
+      f\"device {one['device']}); every row explained and sample equal: {'yes' if ok else 'NO'}\")"

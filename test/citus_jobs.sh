@@ -1,0 +1,178 @@
+# explain_into over a distributed table: sourced by test/citus_check.sh after
+# test/citus_models.sh (uses its on, check, check_error, same, port0, base,
+# as_owner, PGBIN and status; 'reg' holds test/fixtures/reg.json).
+
+worker2=$((port0 + 2))
+restart_worker2() {
+  as_owner "$PGBIN/pg_ctl" -D "$base/worker2" -l "$base/worker2.log" -w \
+    -o "-k $base -p $worker2 -c listen_addresses=127.0.0.1" start >/dev/null
+}
+target_rows() {  # target_rows TABLE: its explanations, as explain_shap_wide's columns
+  echo "(SELECT row_key, output, base_value, shap_values FROM $1) t"
+}
+wide_of() {  # wide_of TABLE: explain_shap_wide of a table's rows, as a single node computes them
+  echo "(SELECT row_key, output, base_value, shap_values FROM treeshap.explain_shap_wide('reg', 'SELECT * FROM $1')) w"
+}
+
+on "$port0" -c "CALL treeshap.explain_into('reg', 'houses_dist', 'houses_out')" >/dev/null
+check "explain_into over a distributed table creates its target distributed by row_key, co-located with it" \
+  "SELECT column_to_column_name(t.logicalrelid, t.partkey) = 'row_key' AND t.colocationid = s.colocationid
+     FROM pg_dist_partition t, pg_dist_partition s
+    WHERE t.logicalrelid = 'houses_out'::regclass AND s.logicalrelid = 'houses_dist'::regclass"
+check "and writes each shard's explanations where it lies: a single node's values, bit for bit" \
+  "SELECT $(same "$(target_rows houses_out)" "$(wide_of houses_local)")"
+check "the coordinator's treeshap.jobs shows the job done, with every row" \
+  "SELECT state = 'done' AND rows_done = (SELECT count(*) FROM houses_local) AND runs = 1
+     FROM treeshap.jobs WHERE target = 'public.houses_out'"
+check "each worker holds the jobs of its own shards" \
+  "SELECT bool_and(success AND result::int > 0) AND count(*) = 2 FROM run_command_on_workers(
+     'SELECT count(*) FROM treeshap.job_store') WHERE nodeport IN ($((port0 + 1)), $worker2)"
+on "$port0" -c "CALL treeshap.explain_into('reg', 'houses_dist', 'houses_out')" >/dev/null
+check "a second run has nothing to do and changes nothing" \
+  "SELECT state = 'done' AND rows_done = 0 AND runs = 2 FROM treeshap.jobs WHERE target = 'public.houses_out'
+      AND $(same "$(target_rows houses_out)" "$(wide_of houses_local)")"
+on "$port0" -c "CALL treeshap.explain_into('reg', 'houses_dist', 'houses_long', layout => 'long', batch_size => 7)" >/dev/null
+check "the long layout, in small batches, holds explain_shap's rows" \
+  "SELECT $(same "(SELECT row_key, output, feature, shap_value FROM houses_long) t" \
+                 "(SELECT row_key, output, feature, shap_value FROM treeshap.explain_shap('reg', 'SELECT * FROM houses_local')) l")"
+
+# bad input: refused before anything is written
+on "$port0" >/dev/null <<'EOF'
+CREATE TABLE out_apart (LIKE houses_out INCLUDING ALL);
+SELECT create_distributed_table('out_apart', 'row_key', shard_count => 4);
+CREATE TABLE out_reference (LIKE houses_out INCLUDING ALL);
+SELECT create_reference_table('out_reference');
+CREATE TABLE out_local (LIKE houses_out INCLUDING ALL);
+EOF
+for t in out_apart out_reference out_local; do
+  check_error "a target that is not co-located ($t) is refused" "$port0" postgres 42P16 \
+    "CALL treeshap.explain_into('reg', 'houses_dist', '$t')"
+done
+check "and left empty" "SELECT (SELECT count(*) FROM out_apart) + (SELECT count(*) FROM out_reference) + (SELECT count(*) FROM out_local) = 0"
+check_error "a key other than the distribution column is refused" "$port0" postgres 0A000 \
+  "CALL treeshap.explain_into('reg', 'houses_dist', 'out_key', key_column => 'HouseAge')"
+check_error "following a distributed table is refused" "$port0" postgres 0A000 \
+  "CALL treeshap.explain_into('reg', 'houses_dist', 'out_follow', follow => true)"
+shard=$(on "$port0" -At -c "SELECT shard_name('treeshap.model_store'::regclass, shardid) FROM pg_dist_shard
+                             WHERE logicalrelid = 'treeshap.model_store'::regclass")
+on "$worker2" -c "SET citus.enable_manual_changes_to_shards = on" -c "DELETE FROM $shard WHERE name = 'reg'" >/dev/null
+check_error "a model missing on a worker is refused" "$port0" postgres 42704 \
+  "CALL treeshap.explain_into('reg', 'houses_dist', 'out_missing')"
+on "$port0" -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'), replace => true)" >/dev/null
+as_owner "$PGBIN/pg_ctl" -D "$base/worker2" -m immediate stop >/dev/null
+check_error "a worker down at the start is refused" "$port0" postgres 08006 \
+  "CALL treeshap.explain_into('reg', 'houses_dist', 'out_down')"
+restart_worker2
+check "and nothing was written: no target, no job" \
+  "SELECT to_regclass('out_down') IS NULL AND to_regclass('out_missing') IS NULL AND to_regclass('out_key') IS NULL
+      AND NOT EXISTS (SELECT FROM treeshap.job_store WHERE target LIKE 'public.out%')"
+
+# a worker killed mid-job, the job run again: nothing lost, nothing written twice
+on "$port0" >/dev/null <<'EOF'
+CREATE TABLE many_local AS
+SELECT g AS id, h."MedInc", h."HouseAge", h."AveRooms", h."AveBedrms", h."Population", h."AveOccup", h."Latitude", h."Longitude"
+  FROM generate_series(1, 40000) g
+  JOIN (SELECT row_number() OVER (ORDER BY id) - 1 AS k, * FROM houses_local) h
+    ON h.k = g % (SELECT count(*) FROM houses_local);
+CREATE TABLE many_dist (LIKE many_local);
+SELECT create_distributed_table('many_dist', 'id');
+INSERT INTO many_dist SELECT * FROM many_local;
+EOF
+on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'many_out', batch_size => 100)" >"$base/killed_job.log" 2>&1 &
+job_pid=$!
+for _ in $(seq 100); do  # until the worker has written rows
+  n=$(on "$worker2" -At -c "SELECT coalesce(sum(rows_done), 0) FROM treeshap.job_store WHERE state = 'running'" 2>/dev/null)
+  [ "${n:-0}" -gt 0 ] && break
+  sleep 0.1
+done
+as_owner "$PGBIN/pg_ctl" -D "$base/worker2" -m immediate stop >/dev/null
+wait $job_pid
+if grep -q "ERROR:  explain_into failed on" "$base/killed_job.log"; then echo "ok   the job with a worker killed mid-way ends with an ERROR ($(grep -o 'failed on [0-9]* of [0-9]* shards' "$base/killed_job.log"))"
+else echo "FAIL the job with a worker killed mid-way: $(cat "$base/killed_job.log")"; status=1; fi
+restart_worker2
+check "its job row says failed, with the worker's error" \
+  "SELECT state = 'failed' AND error LIKE '%$worker2, shard%' FROM treeshap.jobs WHERE target = 'public.many_out'"
+on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'many_out', batch_size => 100)" >/dev/null
+check "run again, it ends with every row explained once: a single node's values, bit for bit" \
+  "SELECT $(same "$(target_rows many_out)" "$(wide_of many_local)")"
+
+check_stdin() {  # check_stdin NAME <<SQL: the SQL's last line of output is true
+  local got
+  got=$(on "$port0" -At 2>&1 | tail -1)
+  if [ "$got" = t ]; then echo "ok   $1"; else echo "FAIL $1: $got"; status=1; fi
+}
+
+# names that need quoting, and % where Citus formats commands
+on "$port0" >/dev/null <<'EOF'
+SELECT 1 FROM treeshap.load_model('r%g', treeshap.model_bytes('reg'));
+CREATE SCHEMA "Odd Schema";
+CREATE TABLE "Odd Schema"."o'q%s" (LIKE houses_local);
+SELECT create_distributed_table('"Odd Schema"."o''q%s"', 'id');
+INSERT INTO "Odd Schema"."o'q%s" SELECT * FROM houses_local;
+CALL treeshap.explain_into('r%g', '"Odd Schema"."o''q%s"', '"Odd Schema"."out''%s"',
+                           filter => '"HouseAge" >= 0 OR ''%s'' = ''%s''');
+EOF
+check_stdin "a schema, table and model named with quotes, spaces and %, and % in the filter: explained as any" <<EOF
+SELECT $(same "(SELECT row_key, output, base_value, shap_values FROM \"Odd Schema\".\"out'%s\") t" "$(wide_of houses_local)");
+EOF
+check_stdin "and their importance summed on the shards" <<'EOF'
+SELECT bool_and(d.rows = l.rows AND abs(d.mean_abs_shap - l.mean_abs_shap) <= 1e-12 * abs(l.mean_abs_shap)) AND count(*) = 8
+  FROM treeshap.feature_importance('r%g', '"Odd Schema"."o''q%s"'::regclass) d
+  JOIN treeshap.feature_importance('reg', 'houses_local'::regclass) l USING (output, feature);
+EOF
+
+# inside a transaction block the shards' sessions would not see its changes: read as a query there
+check_stdin "feature_importance in a transaction that deleted rows counts what the transaction sees" <<'EOF'
+BEGIN;
+DELETE FROM houses_dist WHERE id % 2 = 0;
+SELECT (SELECT min(rows) FROM treeshap.feature_importance('reg', 'houses_dist'::regclass))
+       = (SELECT count(*) FROM houses_dist);
+ROLLBACK;
+EOF
+
+# the caller's settings reach the shards' sessions: columns matched by position
+on "$port0" >/dev/null <<'EOF'
+CREATE TABLE by_position (id bigint, f0 float8, f1 float8, f2 float8, f3 float8, f4 float8, f5 float8, f6 float8, f7 float8);
+SELECT create_distributed_table('by_position', 'id');
+INSERT INTO by_position SELECT * FROM houses_local;
+SET treeshap.match_columns = position;
+CALL treeshap.explain_into('reg', 'by_position', 'by_position_out');
+EOF
+check "the caller's treeshap.match_columns = position holds on the shards" \
+  "SELECT $(same "$(target_rows by_position_out)" "$(wide_of houses_local)")"
+
+# more shards than a node takes connections at once: they go in waves
+on "$port0" >/dev/null <<'EOF'
+CREATE TABLE many_shards (LIKE houses_local);
+SELECT create_distributed_table('many_shards', 'id', shard_count => 64);
+INSERT INTO many_shards SELECT * FROM houses_local;
+SET citus.max_adaptive_executor_pool_size = 3;
+CALL treeshap.explain_into('reg', 'many_shards', 'many_shards_out');
+EOF
+check "64 shards in waves of 3 a node: every row explained, a single node's values" \
+  "SELECT $(same "$(target_rows many_shards_out)" "$(wide_of houses_local)")"
+
+# a role of its own: its privileges, on every node
+on "$port0" >/dev/null <<'EOF'
+CREATE ROLE carol LOGIN;
+GRANT SELECT ON houses_dist TO carol;
+GRANT CREATE ON SCHEMA public TO carol;
+EOF
+as_role "$port0" carol "CALL treeshap.explain_into('reg', 'houses_dist', 'carol_out')"
+check "a role with SELECT on the source runs the job as itself: its target, its rows" \
+  "SELECT $(same "$(target_rows carol_out)" "$(wide_of houses_local)")
+      AND (SELECT tableowner = 'carol' FROM pg_tables WHERE tablename = 'carol_out')"
+check_error "a role without SELECT on the source is refused" "$port0" carol 42501 \
+  "CALL treeshap.explain_into('reg', 'many_dist', 'carol_many')"
+
+# an update from 0.1.0 on a Citus coordinator: the models are shared once asked
+on "$port0" >/dev/null 2>&1 <<'EOF'
+DROP EXTENSION pg_treeshap CASCADE;
+CREATE EXTENSION pg_treeshap VERSION '0.1.0';
+EOF
+got=$(on "$port0" -c "ALTER EXTENSION pg_treeshap UPDATE" 2>&1)
+if echo "$got" | grep -q "HINT:  Run SELECT treeshap.citus_share_models();"; then echo "ok   ALTER EXTENSION UPDATE from 0.1.0 on a Citus coordinator works, and says how to share the models"
+else echo "FAIL ALTER EXTENSION UPDATE from 0.1.0 on a Citus coordinator: $got"; status=1; fi
+check "then citus_share_models() shares them" "SELECT treeshap.citus_share_models()"
+on "$port0" -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'))" >/dev/null
+check_nodes "and a model loaded after is on every worker" reg $workers $((port0 + 3))
