@@ -3,12 +3,13 @@
 # two, on this machine (test/citus_cluster.sh): each worker node pinned to its
 # own share of the cores (half of them; taskset), the coordinator unpinned,
 # treeshap.device = cpu unless TS_BENCH_DEVICE says otherwise (gpu: the nodes
-# share the machine's GPUs). The table: NAME's rows from WORK (NAME.csv,
-# NAME.json, as bench/fetch_inputs.sh writes them) repeated to ROWS rows
-# (default 2,000,000), distributed by its key. Each run checks every row is
-# explained and that a sample of 1 row in 1,000 holds what explain_shap_wide
-# computes on the coordinator, bit for bit. Prints one JSON record per run,
-# then two nodes' rate over one node's, measured in one run.
+# share the machine's GPUs); TS_BENCH_CONF adds settings to every node. The
+# table: NAME's rows from WORK (NAME.csv, NAME.json, as bench/fetch_inputs.sh
+# writes them) repeated to ROWS rows (default 2,000,000), distributed by its
+# key. Each run checks every row is explained and that a sample of 1 row in
+# 1,000 holds what explain_shap_wide computes on the coordinator, bit for bit.
+# Prints one JSON record per run, then two nodes' rate over one node's,
+# measured in one run.
 #   bash bench/citus_bench.sh WORK NAME [ROWS]
 set -u
 cd "$(dirname "$0")/.."
@@ -21,7 +22,8 @@ features=$(python3 -c "import json; print(json.load(open('$work/$name.json'))['l
 TS_CITUS_LABEL=citus-bench
 # (jit off: a server built with LLVM may lack its library, and JIT is noise here)
 TS_CITUS_CONF="treeshap.device = $device
-jit = off"
+jit = off
+${TS_BENCH_CONF:-}"
 . test/citus_cluster.sh
 cols=$(for j in $(seq 0 $((features - 1))); do printf ', f%d real' "$j"; done)
 picks=$(for j in $(seq 0 $((features - 1))); do printf ', b.f%d' "$j"; done)

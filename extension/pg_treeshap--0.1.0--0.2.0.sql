@@ -1700,12 +1700,25 @@ AS $$
        AND s.source OPERATOR(pg_catalog.=) 'session' AND s.context OPERATOR(pg_catalog.=) 'user';
 $$;
 
--- Take on the caller's settings in a shard's session (its connection ends with the command).
-CREATE FUNCTION treeshap._citus_take_settings(settings text[])
+-- The threads each of that many sessions computing at once takes so that
+-- together they use the server's cores (at least 1, at most 16 each).
+CREATE FUNCTION treeshap._cpu_threads_shared(sessions integer)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'treeshap_cpu_threads_shared'
+LANGUAGE C STABLE;
+
+-- Take on the caller's settings in a shard's session (its connection ends with
+-- the command). Where neither the caller nor the node set treeshap.cpu_threads,
+-- the shards the node runs at once (`sessions`) share its cores instead of
+-- each taking them all.
+CREATE FUNCTION treeshap._citus_take_settings(settings text[], sessions integer)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
+    IF (SELECT s.source FROM pg_catalog.pg_settings s WHERE s.name = 'treeshap.cpu_threads') = 'default' THEN
+        PERFORM pg_catalog.set_config('treeshap.cpu_threads', treeshap._cpu_threads_shared(sessions)::text, false);
+    END IF;
     FOR i IN 1 .. coalesce(array_length(settings, 1), 0) LOOP
         PERFORM pg_catalog.set_config(settings[i][1], settings[i][2], false);
     END LOOP;
@@ -1812,13 +1825,14 @@ $$;
 
 -- One shard's part of a job over a distributed table, in that shard's own session:
 -- the caller's settings, then explain_into of the shard into its target shard.
-CREATE PROCEDURE treeshap._citus_shard_into(settings text[], model text, source regclass, target text,
-                                            key_column text, filter text, layout text, batch_size integer,
-                                            features text[], keep_old_versions boolean, workers integer)
+CREATE PROCEDURE treeshap._citus_shard_into(settings text[], sessions integer, model text, source regclass,
+                                            target text, key_column text, filter text, layout text,
+                                            batch_size integer, features text[], keep_old_versions boolean,
+                                            workers integer)
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    PERFORM treeshap._citus_take_settings(settings);
+    PERFORM treeshap._citus_take_settings(settings, sessions);
     CALL treeshap.explain_into(model, source, target, key_column => key_column, filter => filter,
                                layout => layout, batch_size => batch_size, features => features,
                                keep_old_versions => keep_old_versions, workers => workers);
@@ -1919,10 +1933,13 @@ BEGIN
           INTO shards, failed, failure
           FROM treeshap._citus_run(ARRAY(
                    SELECT ARRAY[p.node, p.port::text, p.shard::text,
-                                format('CALL treeshap._citus_shard_into(%L, %L, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
-                                       settings, model, p.source_shard, p.target_shard, key_column, filter, layout,
-                                       batch_size, features, keep_old_versions, coalesce(workers, 0))]
-                     FROM treeshap._citus_shard_pairs(source, target::regclass) p), per_node) r;
+                                format('CALL treeshap._citus_shard_into(%L, %s, %L, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
+                                       settings, least(per_node, p.on_node), model, p.source_shard,
+                                       p.target_shard, key_column, filter, layout, batch_size, features,
+                                       keep_old_versions, coalesce(workers, 0))]
+                     FROM (SELECT q.*, count(*) OVER (PARTITION BY q.node, q.port) AS on_node
+                             FROM treeshap._citus_shard_pairs(source, target::regclass) q) p
+                    ORDER BY p.shard), per_node) r;
         -- the rows this run explained, from the shards' job rows
         SELECT coalesce(sum(r.result::bigint), 0) INTO done_rows
           FROM treeshap._citus_run(ARRAY(
@@ -1985,11 +2002,14 @@ BEGIN
       FROM (SELECT DISTINCT ON (r.shard) r.*
               FROM treeshap._citus_run(ARRAY(
                        SELECT ARRAY[pl.nodename, pl.nodeport::text, s.shardid::text,
-                                    format('SELECT treeshap._citus_shard_importance(%L, %L, %L, %L, %L)',
-                                           settings, model, treeshap._citus_shard(source, s.shardid),
-                                           model_output, background)]
+                                    format('SELECT treeshap._citus_shard_importance(%L, %s, %L, %L, %L, %L)',
+                                           settings, least(per_node, pl.on_node), model,
+                                           treeshap._citus_shard(source, s.shardid), model_output, background)]
                          FROM pg_dist_shard s
-                         JOIN pg_dist_shard_placement pl ON pl.shardid = s.shardid AND pl.shardstate = 1
+                         JOIN (SELECT x.*, count(*) OVER (PARTITION BY x.nodename, x.nodeport) AS on_node
+                                 FROM pg_dist_shard_placement x
+                                 JOIN pg_dist_shard y ON y.shardid = x.shardid AND y.logicalrelid = source
+                                WHERE x.shardstate = 1) pl ON pl.shardid = s.shardid
                         WHERE s.logicalrelid = source ORDER BY s.shardid), per_node) r
              ORDER BY r.shard, r.success DESC) p;
     IF missing IS NOT NULL THEN
@@ -2012,7 +2032,7 @@ $$;
 
 -- One shard's importance sums, in that shard's own session with the caller's
 -- settings: (output, feature, sum of |SHAP|, sum of SHAP, rows, position) as JSON.
-CREATE FUNCTION treeshap._citus_shard_importance(settings text[], model text, shard regclass,
+CREATE FUNCTION treeshap._citus_shard_importance(settings text[], sessions integer, model text, shard regclass,
                                                  model_output treeshap.shap_output, background text)
 RETURNS json
 LANGUAGE plpgsql
@@ -2020,7 +2040,7 @@ AS $$
 DECLARE
     sums json;
 BEGIN
-    PERFORM treeshap._citus_take_settings(settings);
+    PERFORM treeshap._citus_take_settings(settings, sessions);
     SELECT json_agg(json_build_array(f.output, f.feature, coalesce(f.mean_abs_shap * f.rows, 0),
                                      coalesce(f.mean_shap * f.rows, 0), f.rows, f.i) ORDER BY f.i)
       INTO sums

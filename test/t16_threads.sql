@@ -8,7 +8,7 @@ BEGIN;
 \ir setup.sql
 SET treeshap.device = cpu;
 
-SELECT plan(11);
+SELECT plan(14);
 
 -- one call per fixture and thread count, its rows as text (float8 out prints every bit)
 CREATE FUNCTION pg_temp.run(kind text, f text, threads int, batch int DEFAULT 10000)
@@ -94,5 +94,12 @@ SELECT is(pg_temp.backend_threads(), 1::bigint, 'cpu_threads = 1: the pool''s th
 
 SELECT throws_ok($$SET treeshap.cpu_threads = -1$$, '22023', NULL, 'a negative thread count is refused');
 
+-- sessions computing at once share the cores (a Citus node's shards): each takes
+-- its share, at least one thread, and fewer as more share them
+SELECT is(treeshap._cpu_threads_shared(1000000), 1, 'a million sessions at once take one thread each');
+SELECT ok(treeshap._cpu_threads_shared(1) >= treeshap._cpu_threads_shared(2)
+          AND treeshap._cpu_threads_shared(2) >= treeshap._cpu_threads_shared(3),
+          'more sessions at once take no more threads each');
+SELECT is(treeshap._cpu_threads_shared(0), treeshap._cpu_threads_shared(1), 'no sessions counts as one');
 SELECT * FROM finish();
 ROLLBACK;

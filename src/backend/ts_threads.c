@@ -8,6 +8,7 @@
 #include <sched.h>
 #endif
 
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 
@@ -39,6 +40,23 @@ ts_usable_cores(void)
 		return CPU_COUNT(&set);
 #endif
 	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+PG_FUNCTION_INFO_V1(treeshap_cpu_threads_shared);
+
+/*
+ * treeshap._cpu_threads_shared(sessions int) returns int: the threads each of
+ * that many sessions computing at once takes so that together they use the
+ * cores this server may run on, and no more (at least 1 each, at most what
+ * treeshap.cpu_threads = 0 takes).
+ */
+Datum
+treeshap_cpu_threads_shared(PG_FUNCTION_ARGS)
+{
+	long		sessions = PG_ARGISNULL(0) ? 1 : Max(1, PG_GETARG_INT32(0));
+	long		cores = ts_usable_cores();
+
+	PG_RETURN_INT32((int32) Max(1, Min((cores + sessions - 1) / sessions, TS_CPU_THREADS_AUTO_MAX)));
 }
 
 int
