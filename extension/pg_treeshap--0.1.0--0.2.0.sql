@@ -668,20 +668,54 @@ ALTER TABLE treeshap.job_store ADD COLUMN rows_removed bigint NOT NULL DEFAULT 0
 -- how a followed job follows: 'triggers' (its change log), or 'comparison' (a source that
 -- cannot carry them is compared whole at every run)
 ALTER TABLE treeshap.job_store ADD COLUMN follow_by text;
+-- a job over a table distributed by Citus: its shards, each a job of its own on the
+-- node that holds it (NULL: a job of this node)
+ALTER TABLE treeshap.job_store ADD COLUMN shards integer;
+
+-- A running job over a distributed table, as its shards' jobs have it on their
+-- nodes now (when asked: NULLs otherwise, and without Citus): the rows they
+-- explained since the job started, and how many of them are done.
+CREATE FUNCTION treeshap._citus_job_progress(source text, target text, started timestamptz, asked boolean,
+                                             OUT rows_done bigint, OUT shards_done bigint)
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF NOT asked OR pg_catalog.to_regclass(source) IS NULL OR pg_catalog.to_regclass(target) IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(sum(pg_catalog.split_part(r.result, ',', 1)::bigint), 0),
+           count(*) FILTER (WHERE pg_catalog.split_part(r.result, ',', 2) = 'done')
+      INTO rows_done, shards_done
+      FROM treeshap._citus_run(ARRAY(
+               SELECT ARRAY[p.node, p.port::text, p.shard::text,
+                            format('SELECT coalesce(sum(j.rows_done), 0) || '','' || coalesce(min(j.state), '''') '
+                                   'FROM treeshap.job_store j WHERE j.target_oid = %L::regclass AND j.started_at >= %L',
+                                   p.target_shard, started)]
+                 FROM treeshap._citus_shard_pairs(source::regclass, target::regclass) p), 16) r
+     WHERE r.success;
+END
+$$;
 
 CREATE OR REPLACE VIEW treeshap.jobs AS
 SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
        CASE WHEN j.state = 'running' AND NOT l.held THEN 'failed' ELSE j.state END AS state,
-       p.rows_done, j.rows_total,
-       round((p.rows_done / NULLIF(extract(epoch FROM p.last_batch_at - j.started_at), 0))::numeric, 1)
+       coalesce(c.rows_done, p.rows_done) AS rows_done, j.rows_total,
+       round((coalesce(c.rows_done, p.rows_done)
+              / NULLIF(extract(epoch FROM CASE WHEN c.rows_done IS NOT NULL THEN clock_timestamp()
+                                               ELSE p.last_batch_at END - j.started_at), 0))::numeric, 1)
            AS rows_per_second,
        p.batches, j.runs, j.started_at, p.last_batch_at, j.finished_at,
        CASE WHEN j.state = 'running' AND NOT l.held
             THEN 'interrupted: the backend running the job ended before it finished'
             ELSE j.error END AS error,
-       j.pid, j.workers, r.ranges_done, r.ranges_total, j.follow, j.follow_by, p.rows_changed, p.rows_removed
+       j.pid, j.workers, coalesce(c.shards_done, r.ranges_done) AS ranges_done,
+       CASE WHEN c.shards_done IS NOT NULL THEN j.shards ELSE r.ranges_total END AS ranges_total,
+       j.follow, j.follow_by, p.rows_changed, p.rows_removed
   FROM treeshap.job_store j,
        LATERAL (SELECT coalesce(treeshap._job_lock_holder(j.target) = j.pid, false) AS held) l,
+       -- a running job over a distributed table: its shards' progress, from their nodes
+       LATERAL treeshap._citus_job_progress(j.source, j.target, j.started_at,
+                                            j.shards IS NOT NULL AND j.state = 'running' AND l.held) c,
        LATERAL (SELECT count(*) FILTER (WHERE x.done) AS ranges_done, count(*) AS ranges_total,
                        coalesce(sum(x.rows_done) FILTER (WHERE x.done_at >= j.started_at), 0)::bigint AS run_rows,
                        count(*) FILTER (WHERE x.done_at >= j.started_at) AS run_ranges,
@@ -1875,7 +1909,8 @@ AS $$
 DECLARE
     dist_column text;
     created     boolean;
-    job         bigint;
+    job_id      bigint;
+    n_shards    integer;
     src         text;
     shards      bigint;
     failed      bigint;
@@ -1918,11 +1953,13 @@ BEGIN
     SELECT format('%I.%I', n.nspname, c.relname) INTO target
       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
      WHERE c.oid = target::regclass;
-    job := treeshap._job_open(model, src, target, layout, created);
+    job_id := treeshap._job_open(model, src, target, layout, created);
+    n_shards := (SELECT count(*) FROM treeshap._citus_shard_pairs(source, target::regclass));
+    UPDATE treeshap.job_store j SET shards = n_shards WHERE j.job = job_id;
     -- the shards' jobs see the target's shards once they are committed
     COMMIT;
     PERFORM treeshap._job_lock_target(target);
-    PERFORM treeshap._job_update(job, 'start', version => version);
+    PERFORM treeshap._job_update(job_id, 'start', version => version);
     COMMIT;
 
     -- from here an error or a cancel is recorded in the job's row before it is raised
@@ -1959,11 +1996,11 @@ BEGIN
         GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
                                 err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
     END;
-    PERFORM treeshap._job_update(job, 'batch', rows => coalesce(done_rows, 0));
+    PERFORM treeshap._job_update(job_id, 'batch', rows => coalesce(done_rows, 0));
     IF err_state IS NOT NULL THEN
-        PERFORM treeshap._job_update(job, 'failed', error => err_msg || coalesce(': ' || nullif(err_detail, ''), ''));
+        PERFORM treeshap._job_update(job_id, 'failed', error => err_msg || coalesce(': ' || nullif(err_detail, ''), ''));
     ELSE
-        PERFORM treeshap._job_update(job, 'done');
+        PERFORM treeshap._job_update(job_id, 'done');
     END IF;
     PERFORM treeshap._job_unlock();
     COMMIT;

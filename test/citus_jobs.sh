@@ -102,6 +102,22 @@ check_stdin() {  # check_stdin NAME <<SQL: the SQL's last line of output is true
   if [ "$got" = t ]; then echo "ok   $1"; else echo "FAIL $1: $got"; status=1; fi
 }
 
+# a running job's progress, as the coordinator's treeshap.jobs shows it from the nodes
+on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'many_progress', batch_size => 25)" >/dev/null 2>&1 &
+job_pid=$!
+progress=""
+for _ in $(seq 200); do
+  progress=$(on "$port0" -At -c "SELECT state, rows_done > 0, ranges_done < ranges_total, ranges_total
+                                   FROM treeshap.jobs WHERE target = 'public.many_progress'" 2>&1)
+  case "$progress" in running\|t\|*) break ;; esac
+  sleep 0.05
+done
+if [ "$progress" = "running|t|t|32" ]; then echo "ok   the coordinator's treeshap.jobs shows a running job's rows and shards done, from their nodes"
+else echo "FAIL a running job in the coordinator's treeshap.jobs (state, rows, shards done < 32, shards): $progress"; status=1; fi
+wait $job_pid
+check "and at its end done, with every row" \
+  "SELECT state = 'done' AND rows_done = 40000 FROM treeshap.jobs WHERE target = 'public.many_progress'"
+
 # names that need quoting, and % where Citus formats commands
 on "$port0" >/dev/null <<'EOF'
 SELECT 1 FROM treeshap.load_model('r%g', treeshap.model_bytes('reg'));
