@@ -673,25 +673,35 @@ ALTER TABLE treeshap.job_store ADD COLUMN follow_by text;
 ALTER TABLE treeshap.job_store ADD COLUMN shards integer;
 
 -- A running job over a distributed table, as its shards' jobs have it on their
--- nodes now (when asked: NULLs otherwise, and without Citus): the rows they
--- explained since the job started, and how many of them are done.
+-- nodes now (when asked, with Citus and a distributed source: NULLs otherwise):
+-- the rows they explained since the job started, and how many of them are done.
+-- One command a node, each connection given 2 s, the start sent as an epoch
+-- (the nodes' date styles and time zones may differ from the reader's).
 CREATE FUNCTION treeshap._citus_job_progress(source text, target text, started timestamptz, asked boolean,
                                              OUT rows_done bigint, OUT shards_done bigint)
 LANGUAGE plpgsql STABLE
+SET citus.node_connection_timeout = 2000
 AS $$
 BEGIN
-    IF NOT asked OR pg_catalog.to_regclass(source) IS NULL OR pg_catalog.to_regclass(target) IS NULL THEN
+    IF NOT asked OR started IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus')
+       OR pg_catalog.to_regclass(source) IS NULL OR pg_catalog.to_regclass(target) IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT treeshap._citus_distributed(pg_catalog.to_regclass(source))
+       OR NOT treeshap._citus_distributed(pg_catalog.to_regclass(target)) THEN
         RETURN;
     END IF;
     SELECT coalesce(sum(pg_catalog.split_part(r.result, ',', 1)::bigint), 0),
-           count(*) FILTER (WHERE pg_catalog.split_part(r.result, ',', 2) = 'done')
+           coalesce(sum(pg_catalog.split_part(r.result, ',', 2)::bigint), 0)
       INTO rows_done, shards_done
       FROM treeshap._citus_run(ARRAY(
-               SELECT ARRAY[p.node, p.port::text, p.shard::text,
-                            format('SELECT coalesce(sum(j.rows_done), 0) || '','' || coalesce(min(j.state), '''') '
-                                   'FROM treeshap.job_store j WHERE j.target_oid = %L::regclass AND j.started_at >= %L',
-                                   p.target_shard, started)]
-                 FROM treeshap._citus_shard_pairs(source::regclass, target::regclass) p), 16) r
+               SELECT ARRAY[p.node, p.port::text, '0',
+                            format('SELECT coalesce(sum(j.rows_done), 0) || '','' || count(*) FILTER (WHERE j.state = ''done'') '
+                                   'FROM treeshap.job_store j WHERE j.target_oid = ANY (%L::regclass[]) '
+                                   'AND j.started_at >= pg_catalog.to_timestamp(%s)',
+                                   array_agg(p.target_shard), extract(epoch FROM started))]
+                 FROM treeshap._citus_shard_pairs(pg_catalog.to_regclass(source), pg_catalog.to_regclass(target)) p
+                GROUP BY p.node, p.port), 1) r
      WHERE r.success;
 END
 $$;
@@ -715,7 +725,8 @@ SELECT j.job, j.model, j.source, j.target, j.layout, j.model_version,
        LATERAL (SELECT coalesce(treeshap._job_lock_holder(j.target) = j.pid, false) AS held) l,
        -- a running job over a distributed table: its shards' progress, from their nodes
        LATERAL treeshap._citus_job_progress(j.source, j.target, j.started_at,
-                                            j.shards IS NOT NULL AND j.state = 'running' AND l.held) c,
+                                            j.shards IS NOT NULL AND j.state = 'running' AND l.held
+                                            AND treeshap._owns(j.owner)) c,
        LATERAL (SELECT count(*) FILTER (WHERE x.done) AS ranges_done, count(*) AS ranges_total,
                        coalesce(sum(x.rows_done) FILTER (WHERE x.done_at >= j.started_at), 0)::bigint AS run_rows,
                        count(*) FILTER (WHERE x.done_at >= j.started_at) AS run_ranges,
@@ -1720,9 +1731,10 @@ BEGIN
 END
 $$;
 
--- The caller's settings that a shard's session takes on: the treeshap settings
--- and the search_path it set (the filter, the features and a background query
--- are read with them), as (name, value) pairs. (No SET clause: its own would be
+-- The caller's settings that a shard's session takes on: every setting a user
+-- may set that the caller set in its session (the filter, the features and a
+-- background query are read with them: search_path, DateStyle, TimeZone, the
+-- treeshap settings), as (name, value) pairs. (No SET clause: its own would be
 -- taken for the caller's.)
 CREATE FUNCTION treeshap._citus_settings()
 RETURNS text[]
@@ -1730,8 +1742,7 @@ LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(pg_catalog.array_agg(ARRAY[s.name, pg_catalog.current_setting(s.name)] ORDER BY s.name), '{}')
       FROM pg_catalog.pg_settings s
-     WHERE (s.name OPERATOR(pg_catalog.~~) 'treeshap.%' OR s.name OPERATOR(pg_catalog.=) 'search_path')
-       AND s.source OPERATOR(pg_catalog.=) 'session' AND s.context OPERATOR(pg_catalog.=) 'user';
+     WHERE s.source OPERATOR(pg_catalog.=) 'session' AND s.context OPERATOR(pg_catalog.=) 'user';
 $$;
 
 -- The threads each of that many sessions computing at once takes so that
@@ -1859,17 +1870,20 @@ $$;
 
 -- One shard's part of a job over a distributed table, in that shard's own session:
 -- the caller's settings, then explain_into of the shard into its target shard.
-CREATE PROCEDURE treeshap._citus_shard_into(settings text[], sessions integer, model text, source regclass,
-                                            target text, key_column text, filter text, layout text,
-                                            batch_size integer, features text[], keep_old_versions boolean,
-                                            workers integer)
+CREATE PROCEDURE treeshap._citus_shard_into(settings text[], sessions integer, model text, version bigint,
+                                            source regclass, target text, key_column text, filter text,
+                                            layout text, batch_size integer, features text[],
+                                            keep_old_versions boolean, workers integer)
 LANGUAGE plpgsql
 AS $$
 BEGIN
     PERFORM treeshap._citus_take_settings(settings, sessions);
+    -- the job's version, as the coordinator saw it: a model replaced since stops the shard
+    PERFORM treeshap._check_version(model, version);
     CALL treeshap.explain_into(model, source, target, key_column => key_column, filter => filter,
                                layout => layout, batch_size => batch_size, features => features,
                                keep_old_versions => keep_old_versions, workers => workers);
+    PERFORM treeshap._check_version(model, version);
 END
 $$;
 
@@ -1911,6 +1925,7 @@ DECLARE
     created     boolean;
     job_id      bigint;
     n_shards    integer;
+    started     timestamptz;
     src         text;
     shards      bigint;
     failed      bigint;
@@ -1946,7 +1961,7 @@ BEGIN
                                       (SELECT a.atttypid FROM pg_catalog.pg_attribute a
                                         WHERE a.attrelid = source AND a.attname = key_column),
                                       key_name, key_collation);
-    IF NOT pg_catalog.has_table_privilege(target::regclass, 'INSERT, DELETE') THEN
+    IF NOT pg_catalog.has_table_privilege(target::regclass, 'INSERT') THEN
         RAISE EXCEPTION 'permission denied for table %', target USING ERRCODE = 'insufficient_privilege';
     END IF;
     -- one spelling per table, as explain_into's: the job's name and its lock key
@@ -1960,6 +1975,7 @@ BEGIN
     COMMIT;
     PERFORM treeshap._job_lock_target(target);
     PERFORM treeshap._job_update(job_id, 'start', version => version);
+    started := (SELECT j.started_at FROM treeshap.job_store j WHERE j.job = job_id);
     COMMIT;
 
     -- from here an error or a cancel is recorded in the job's row before it is raised
@@ -1970,21 +1986,13 @@ BEGIN
           INTO shards, failed, failure
           FROM treeshap._citus_run(ARRAY(
                    SELECT ARRAY[p.node, p.port::text, p.shard::text,
-                                format('CALL treeshap._citus_shard_into(%L, %s, %L, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
-                                       settings, least(per_node, p.on_node), model, p.source_shard,
+                                format('CALL treeshap._citus_shard_into(%L, %s, %L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
+                                       settings, least(per_node, p.on_node), model, version, p.source_shard,
                                        p.target_shard, key_column, filter, layout, batch_size, features,
                                        keep_old_versions, coalesce(workers, 0))]
                      FROM (SELECT q.*, count(*) OVER (PARTITION BY q.node, q.port) AS on_node
                              FROM treeshap._citus_shard_pairs(source, target::regclass) q) p
                     ORDER BY p.shard), per_node) r;
-        -- the rows this run explained, from the shards' job rows
-        SELECT coalesce(sum(r.result::bigint), 0) INTO done_rows
-          FROM treeshap._citus_run(ARRAY(
-                   SELECT ARRAY[p.node, p.port::text, p.shard::text,
-                                format('SELECT coalesce(sum(j.rows_done), 0) FROM treeshap.job_store j '
-                                       'WHERE j.target_oid = %L::regclass AND j.runs > 0', p.target_shard)]
-                     FROM treeshap._citus_shard_pairs(source, target::regclass) p), per_node) r
-         WHERE r.success;
         IF failed > 0 THEN
             err_state := CASE WHEN EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') w WHERE NOT w.success)
                               THEN '08006' ELSE '38000' END;
@@ -1992,9 +2000,17 @@ BEGIN
             err_detail := failure;
             err_hint := 'Run it again: the shards done are skipped, the others go on where they stopped.';
         END IF;
+        -- a version stored since the job began is the cause to report (the shards stopped on it)
+        PERFORM treeshap._check_version(model, version);
     EXCEPTION WHEN OTHERS OR query_canceled THEN
         GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
                                 err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+    END;
+    -- the rows the shards explained in this run, whatever ended it (a cancel included)
+    BEGIN
+        done_rows := (treeshap._citus_job_progress(src, target, started, true)).rows_done;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        done_rows := NULL;
     END;
     PERFORM treeshap._job_update(job_id, 'batch', rows => coalesce(done_rows, 0));
     IF err_state IS NOT NULL THEN

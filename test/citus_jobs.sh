@@ -168,6 +168,62 @@ EOF
 check "64 shards in waves of 3 a node: every row explained, a single node's values" \
   "SELECT $(same "$(target_rows many_shards_out)" "$(wide_of houses_local)")"
 
+# a model replaced while the job runs: the job stops (55000), and the next run explains
+# every row under the new version alone
+on "$port0" -c '\set VERBOSITY verbose' -c "SET citus.max_adaptive_executor_pool_size = 1" \
+  -c "CALL treeshap.explain_into('reg', 'many_dist', 'replaced_out', batch_size => 100)" >"$base/replaced.log" 2>&1 &
+job_pid=$!
+for _ in $(seq 100); do
+  n=$(on "$worker2" -At -c "SELECT coalesce(sum(rows_done), 0) FROM treeshap.job_store WHERE state = 'running'" 2>/dev/null)
+  [ "${n:-0}" -gt 0 ] && break
+  sleep 0.1
+done
+on "$port0" -c "SELECT 1 FROM treeshap.load_model('reg', treeshap.model_bytes('reg'), replace => true)" >/dev/null
+wait $job_pid
+if grep -q "ERROR:  55000: model \"reg\" was replaced" "$base/replaced.log"; then echo "ok   a model replaced during the job stops it (55000)"
+else echo "FAIL a model replaced during the job: $(cat "$base/replaced.log")"; status=1; fi
+on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'replaced_out')" >/dev/null
+check "run again, the target holds every row under the new version alone" \
+  "SELECT $(same "$(target_rows replaced_out)" "$(wide_of many_local)")
+      AND (SELECT min(model_version) = max(model_version) FROM replaced_out)
+      AND (SELECT max(model_version) FROM replaced_out) = (SELECT version FROM treeshap.models WHERE name = 'reg')"
+
+# importance after this transaction wrote: read through the coordinator (the shards'
+# sessions would miss the change, or wait on its locks)
+check_stdin "feature_importance after an UPDATE in the same transaction counts the updated rows" <<'EOF'
+CREATE TABLE fi_dist (LIKE houses_local);
+SELECT create_distributed_table('fi_dist', 'id') \g /dev/null
+INSERT INTO fi_dist SELECT * FROM houses_local;
+CREATE FUNCTION fi_after_update() RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+    UPDATE fi_dist SET "MedInc" = "MedInc" * 3;
+    RETURN (SELECT bool_and(abs(d.mean_abs_shap - q.mean_abs_shap) <= 1e-12 * abs(q.mean_abs_shap))
+              FROM treeshap.feature_importance('reg', 'fi_dist'::regclass) d
+              JOIN treeshap.feature_importance('reg', 'SELECT * FROM fi_dist') q USING (output, feature));
+END $f$;
+CREATE FUNCTION fi_after_truncate() RETURNS bigint LANGUAGE plpgsql AS $f$
+BEGIN
+    TRUNCATE fi_dist;
+    RETURN (SELECT sum(rows) FROM treeshap.feature_importance('reg', 'fi_dist'::regclass));
+END $f$;
+SET statement_timeout = '30s';
+SELECT fi_after_update() AND fi_after_truncate() = 0;
+EOF
+
+# the caller's date style reaches the filter on the shards
+check_stdin "the caller's DateStyle holds in a filter on the shards" <<'EOF'
+SET DateStyle = 'ISO, DMY';
+CALL treeshap.explain_into('reg', 'houses_dist', 'dmy_out', filter => $f$"HouseAge" < extract(day from '03/04/2024'::date) + 20$f$);
+SELECT NOT EXISTS ((SELECT row_key, output, base_value, shap_values FROM dmy_out
+                    EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM treeshap.explain_shap_wide('reg',
+                      $q$SELECT * FROM houses_local WHERE "HouseAge" < extract(day from '03/04/2024'::date) + 20$q$))
+                   UNION ALL
+                   (SELECT row_key, output, base_value, shap_values FROM treeshap.explain_shap_wide('reg',
+                      $q$SELECT * FROM houses_local WHERE "HouseAge" < extract(day from '03/04/2024'::date) + 20$q$)
+                    EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM dmy_out))
+   AND (SELECT count(*) FROM dmy_out) <> (SELECT count(*) FROM houses_local WHERE "HouseAge" < 24);
+EOF
+
 # a role of its own: its privileges, on every node
 on "$port0" >/dev/null <<'EOF'
 CREATE ROLE carol LOGIN;

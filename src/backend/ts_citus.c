@@ -4,6 +4,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -46,6 +47,25 @@ ts_citus_distributed(Oid relid)
 	distributed = listed(relid, "h");
 	SPI_finish();
 	return distributed;
+}
+
+bool
+ts_citus_nothing_written(void)
+{
+	bool		fresh;
+	bool		isnull;
+
+	/* a local write assigns a transaction id; a distributed one, Citus's transaction number */
+	if (IsTransactionBlock() || TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return false;
+	SPI_connect();
+	if (SPI_execute("SELECT (pg_catalog.get_current_transaction_id()).transaction_number = 0",
+					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read Citus's transaction number");
+	fresh = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	fresh = fresh && !isnull;
+	SPI_finish();
+	return fresh;
 }
 
 Datum

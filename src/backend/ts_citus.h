@@ -22,6 +22,13 @@ extern bool ts_citus_table(Oid relid);
 extern bool ts_citus_distributed(Oid relid);
 
 /*
+ * Whether this transaction has written nothing yet, here or (through Citus)
+ * on other nodes, outside a transaction block: sessions of their own then see
+ * what it sees, and wait on no lock it holds.
+ */
+extern bool ts_citus_nothing_written(void);
+
+/*
  * feature_importance(model, table, model_output, background) over a table
  * that Citus distributes: each shard's sums computed on the node that holds
  * it, added on this node (treeshap._citus_importance).

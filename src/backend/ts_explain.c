@@ -9,7 +9,6 @@
 
 #include <math.h>
 
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -451,12 +450,13 @@ treeshap_feature_importance(PG_FUNCTION_ARGS)
 {
 	/*
 	 * A distributed table's shards are summed where they lie, by sessions of
-	 * their own: outside a transaction block, where they see what this one
-	 * sees (within one, the rows it changed and the locks it holds are its).
+	 * their own: only while this transaction has written nothing, so that they
+	 * see what it sees (else the rows it changed, and the locks it holds, are
+	 * its alone).
 	 */
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == REGCLASSOID && !PG_ARGISNULL(0) &&
-		!PG_ARGISNULL(1) && !PG_ARGISNULL(2) && !IsTransactionBlock() &&
-		ts_citus_distributed(PG_GETARG_OID(1)))
+		!PG_ARGISNULL(1) && !PG_ARGISNULL(2) && ts_citus_distributed(PG_GETARG_OID(1)) &&
+		ts_citus_nothing_written())
 		return ts_citus_importance(fcinfo);
 	return explain_shap_form(fcinfo, TS_RESULT_IMPORTANCE);
 }
