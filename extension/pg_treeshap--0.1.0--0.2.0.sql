@@ -1672,7 +1672,8 @@ SET search_path = pg_catalog, pg_temp
 SET citus.enable_unsafe_triggers = on
 AS $$
 DECLARE
-    holder text;
+    holder  text;
+    reached boolean;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'citus is not installed in this database'
@@ -1683,13 +1684,17 @@ BEGIN
         RETURN false;
     END IF;
     -- (a worker that has no pg_treeshap yet holds none: Citus creates it there after this)
-    SELECT format('%s:%s', w.nodename, w.nodeport) INTO holder
+    SELECT format('%s:%s', w.nodename, w.nodeport), w.success INTO holder, reached
       FROM pg_catalog.run_command_on_workers(
                'SELECT pg_catalog.to_regclass(''treeshap.model_store'') IS NOT NULL AND '
                'pg_catalog.query_to_xml(''SELECT 1 FROM treeshap.model_store LIMIT 1'', false, true, '''')::text <> ''''') w
-     WHERE NOT w.success OR w.result <> 'f' LIMIT 1;
-    IF holder IS NOT NULL THEN
-        RAISE EXCEPTION 'worker % holds models of its own, or cannot be reached', holder
+     WHERE NOT w.success OR w.result <> 'f' ORDER BY w.success LIMIT 1;
+    IF holder IS NOT NULL AND NOT reached THEN
+        RAISE EXCEPTION 'worker % cannot be reached', holder
+              USING ERRCODE = 'connection_failure',
+                    HINT = 'Share the models once every worker is up: each takes a copy.';
+    ELSIF holder IS NOT NULL THEN
+        RAISE EXCEPTION 'worker % holds models of its own', holder
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     HINT = 'Load them on the coordinator and drop them on the worker, then share the models.';
     END IF;
@@ -1801,9 +1806,10 @@ AS $$
      ORDER BY a.wave, r.ordinality;
 $$;
 
--- Every worker reachable and holding the model in this version, or an ERROR,
--- before a job over a distributed table writes anything.
-CREATE FUNCTION treeshap._citus_check_workers(model text, version bigint)
+-- Every worker that holds shards of the source reachable and holding the model
+-- in this version, or an ERROR, before a job over a distributed table writes
+-- anything (a worker without such shards takes no part).
+CREATE FUNCTION treeshap._citus_check_workers(model text, version bigint, source regclass)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -1812,7 +1818,11 @@ DECLARE
     w record;
 BEGIN
     FOR w IN SELECT * FROM pg_catalog.run_command_on_workers(
-                 format('SELECT version FROM treeshap.model_store WHERE name = %L', model)) LOOP
+                 format('SELECT version FROM treeshap.model_store WHERE name = %L', model)) r
+              WHERE (r.nodename, r.nodeport) IN (SELECT p.nodename, p.nodeport
+                                                   FROM pg_dist_shard_placement p
+                                                   JOIN pg_dist_shard d ON d.shardid = p.shardid
+                                                  WHERE d.logicalrelid = source) LOOP
         IF NOT w.success AND NOT EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') x
                                           WHERE x.nodename = w.nodename AND x.nodeport = w.nodeport AND x.success) THEN
             RAISE EXCEPTION 'worker %:% cannot be reached', w.nodename, w.nodeport
@@ -1954,7 +1964,7 @@ BEGIN
     IF NOT pg_catalog.has_table_privilege(source, 'SELECT') THEN
         RAISE EXCEPTION 'permission denied for table %', source USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM treeshap._citus_check_workers(model, version);
+    PERFORM treeshap._citus_check_workers(model, version, source);
     SELECT format('%I.%I', n.nspname, c.relname) INTO src
       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = source;
     created := treeshap._citus_target(source, target, layout,

@@ -67,6 +67,17 @@ check "and nothing was written: no target, no job" \
   "SELECT to_regclass('out_down') IS NULL AND to_regclass('out_missing') IS NULL AND to_regclass('out_key') IS NULL
       AND NOT EXISTS (SELECT FROM treeshap.job_store WHERE target LIKE 'public.out%')"
 
+# a worker down that holds no shard of the source takes no part (Citus itself needs every
+# node to create the target, so it exists first)
+worker3=$((port0 + 3))
+on "$port0" -c "CALL treeshap.explain_into('reg', 'houses_dist', 'out_w3_down', filter => 'false')" >/dev/null
+as_owner "$PGBIN/pg_ctl" -D "$base/worker3" -m immediate stop >/dev/null
+on "$port0" -c "CALL treeshap.explain_into('reg', 'houses_dist', 'out_w3_down')" >/dev/null 2>&1
+check "a worker down that holds no shard of the source takes no part: the job runs" \
+  "SELECT $(same "$(target_rows out_w3_down)" "$(wide_of houses_local)")"
+as_owner "$PGBIN/pg_ctl" -D "$base/worker3" -l "$base/worker3.log" -w \
+  -o "-k $base -p $worker3 -c listen_addresses=127.0.0.1" start >/dev/null
+
 # a worker killed mid-job, the job run again: nothing lost, nothing written twice
 on "$port0" >/dev/null <<'EOF'
 CREATE TABLE many_local AS
@@ -245,6 +256,10 @@ EOF
 got=$(on "$port0" -c "ALTER EXTENSION pg_treeshap UPDATE" 2>&1)
 if echo "$got" | grep -q "HINT:  Run SELECT treeshap.citus_share_models();"; then echo "ok   ALTER EXTENSION UPDATE from 0.1.0 on a Citus coordinator works, and says how to share the models"
 else echo "FAIL ALTER EXTENSION UPDATE from 0.1.0 on a Citus coordinator: $got"; status=1; fi
-check "then citus_share_models() shares them" "SELECT treeshap.citus_share_models()"
+as_owner "$PGBIN/pg_ctl" -D "$base/worker3" -m immediate stop >/dev/null
+check_error "sharing them with a worker down is refused" "$port0" postgres 08006 "SELECT treeshap.citus_share_models()"
+as_owner "$PGBIN/pg_ctl" -D "$base/worker3" -l "$base/worker3.log" -w \
+  -o "-k $base -p $worker3 -c listen_addresses=127.0.0.1" start >/dev/null
+check "with every worker up, citus_share_models() shares them" "SELECT treeshap.citus_share_models()"
 on "$port0" -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'))" >/dev/null
 check_nodes "and a model loaded after is on every worker" reg $workers $((port0 + 3))
