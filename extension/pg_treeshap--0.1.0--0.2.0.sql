@@ -1747,7 +1747,9 @@ LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(pg_catalog.array_agg(ARRAY[s.name, pg_catalog.current_setting(s.name)] ORDER BY s.name), '{}')
       FROM pg_catalog.pg_settings s
-     WHERE s.source OPERATOR(pg_catalog.=) 'session' AND s.context OPERATOR(pg_catalog.=) 'user';
+     WHERE s.source OPERATOR(pg_catalog.=) 'session' AND s.context OPERATOR(pg_catalog.=) 'user'
+       -- the shard's connection reads its answers in the encoding Citus expects
+       AND s.name OPERATOR(pg_catalog.<>) 'client_encoding';
 $$;
 
 -- The threads each of that many sessions computing at once takes so that
