@@ -1787,6 +1787,26 @@ AS $$
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = rel;
 $$;
 
+-- The shards a node runs at once: Citus's own cap on connections to a node.
+CREATE FUNCTION treeshap._citus_per_node()
+RETURNS integer
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(nullif(pg_catalog.current_setting('citus.max_adaptive_executor_pool_size', true), '')::integer, 16);
+$$;
+
+-- Whether a worker cannot be reached now: the cause to report when shards failed.
+-- (PL/pgSQL: its body names Citus's function, which a server without Citus lacks)
+CREATE FUNCTION treeshap._citus_worker_down()
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') w WHERE NOT w.success);
+END
+$$;
+
 -- Run one command per shard on the node that holds it (node, port, shard and
 -- command in `work`), all at once but at most `per_node` at a time on a node:
 -- Citus opens a connection per command. Returns (node, port, shard, success, result).
@@ -1943,7 +1963,7 @@ DECLARE
     failed      bigint;
     failure     text;
     done_rows   bigint;
-    per_node    integer := coalesce(nullif(current_setting('citus.max_adaptive_executor_pool_size', true), '')::integer, 16);
+    per_node    integer := treeshap._citus_per_node();
     err_state   text;
     err_msg     text;
     err_detail  text;
@@ -2006,8 +2026,7 @@ BEGIN
                              FROM treeshap._citus_shard_pairs(source, target::regclass) q) p
                     ORDER BY p.shard), per_node) r;
         IF failed > 0 THEN
-            err_state := CASE WHEN EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') w WHERE NOT w.success)
-                              THEN '08006' ELSE '38000' END;
+            err_state := CASE WHEN treeshap._citus_worker_down() THEN '08006' ELSE '38000' END;
             err_msg := format('explain_into failed on %s of %s shards of %s', failed, shards, source);
             err_detail := failure;
             err_hint := 'Run it again: the shards done are skipped, the others go on where they stopped.';
@@ -2058,7 +2077,7 @@ AS $$
 DECLARE
     results  text[];
     missing  text;
-    per_node integer := coalesce(nullif(current_setting('citus.max_adaptive_executor_pool_size', true), '')::integer, 16);
+    per_node integer := treeshap._citus_per_node();
 BEGIN
     -- one answer per shard, from a placement that gave one (an empty shard's means are NULL: its sums are 0)
     SELECT array_agg(p.result ORDER BY p.shard) FILTER (WHERE p.success),
@@ -2079,8 +2098,7 @@ BEGIN
              ORDER BY r.shard, r.success DESC) p;
     IF missing IS NOT NULL THEN
         RAISE EXCEPTION 'feature_importance of % failed on a shard', source
-              USING ERRCODE = CASE WHEN EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') w
-                                                 WHERE NOT w.success)
+              USING ERRCODE = CASE WHEN treeshap._citus_worker_down()
                                    THEN 'connection_failure' ELSE 'external_routine_exception' END,
                     DETAIL = missing;
     END IF;
