@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 TS_CITUS_LABEL=citus-check
 TS_CITUS_CONF="track_functions = 'all'"  # each node counts its calls of feature_importance
 . test/citus_cluster.sh
-citus_cluster_up 2
+citus_cluster_up 2 0  # worker 1 pinned to CPU 0: its thread defaults count that one core
 status=0
 check() {  # check NAME SQL: the SQL returns one boolean, true to pass
   local got
@@ -21,6 +21,10 @@ check() {  # check NAME SQL: the SQL returns one boolean, true to pass
 }
 
 echo "Citus $(on "$port0" -At -c "SELECT citus_version()" | awk '{print $2}') on PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'): a coordinator and $(on "$port0" -At -c "SELECT count(*) FROM citus_get_active_worker_nodes()") workers"
+
+check "a node pinned to one core counts one core for its threads; the coordinator counts every core (up to 16)" \
+  "SELECT (SELECT result FROM run_command_on_workers('SELECT treeshap._cpu_threads_shared(1)') WHERE nodeport = $((port0 + 1))) = '1'
+      AND treeshap._cpu_threads_shared(1) = least($(nproc), 16)"
 
 # the 'reg' fixture's rows, as a plain table and as a distributed one
 model=$(base64 -w0 test/fixtures/reg.json)
