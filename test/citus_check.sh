@@ -28,6 +28,12 @@ check "a node pinned to one core counts one core for its threads; the coordinato
 
 # the 'reg' fixture's rows, as a plain table and as a distributed one
 model=$(base64 -w0 test/fixtures/reg.json)
+# load_reg NAME [ARGS]: the fixture's bytes as model NAME, through stdin (too long for an argument)
+load_reg() {
+  on "$port0" >/dev/null <<EOF
+SELECT 1 FROM treeshap.load_model('$1', decode('$model', 'base64')${2:+, $2});
+EOF
+}
 on "$port0" <<EOF || { echo "citus-check: FAIL (setup)"; exit 1; }
 SELECT 1 FROM treeshap.load_model('reg', decode('$model', 'base64')) \g /dev/null
 CREATE TABLE raw (id bigint, x float8[]);

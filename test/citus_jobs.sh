@@ -58,7 +58,7 @@ shard=$(on "$port0" -At -c "SELECT shard_name('treeshap.model_store'::regclass, 
 on "$worker2" -c "SET citus.enable_manual_changes_to_shards = on" -c "DELETE FROM $shard WHERE name = 'reg'" >/dev/null
 check_error "a model missing on a worker is refused" "$port0" postgres 42704 \
   "CALL treeshap.explain_into('reg', 'houses_dist', 'out_missing')"
-on "$port0" -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'), replace => true)" >/dev/null
+load_reg reg 'replace => true'
 as_owner "$PGBIN/pg_ctl" -D "$base/worker2" -m immediate stop >/dev/null
 check_error "a worker down at the start is refused" "$port0" postgres 08006 \
   "CALL treeshap.explain_into('reg', 'houses_dist', 'out_down')"
@@ -261,5 +261,5 @@ check_error "sharing them with a worker down is refused" "$port0" postgres 08006
 as_owner "$PGBIN/pg_ctl" -D "$base/worker3" -l "$base/worker3.log" -w \
   -o "-k $base -p $worker3 -c listen_addresses=127.0.0.1" start >/dev/null
 check "with every worker up, citus_share_models() shares them" "SELECT treeshap.citus_share_models()"
-on "$port0" -c "SELECT 1 FROM treeshap.load_model('reg', pg_read_binary_file('$PWD/test/fixtures/reg.json'))" >/dev/null
+load_reg reg
 check_nodes "and a model loaded after is on every worker" reg $workers $((port0 + 3))

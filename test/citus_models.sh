@@ -58,9 +58,8 @@ check_error "nor drop it from a worker" "$((port0 + 1))" bob 42501 "SELECT trees
 as_role "$((port0 + 2))" bob "DELETE FROM treeshap.model_store WHERE name = 'mine'"
 as_role "$((port0 + 2))" bob "UPDATE treeshap.model_store SET owner = 'bob' WHERE name = 'mine'"
 check_nodes "nor delete or take its row on a worker (row level security there too)" mine,reg $workers
-# 'reg' holds the other model's bytes now: its own are read from the file by the server
-on "$port0" -c "CREATE TEMP TABLE reg_bytes AS SELECT pg_read_binary_file('$PWD/test/fixtures/reg.json') AS model" \
-  -c "SELECT 1 FROM treeshap.load_model('orig', (SELECT model FROM reg_bytes))" >/dev/null
+# 'reg' holds the other model's bytes now: its own go in as 'orig'
+load_reg orig
 check_error "a change of bytes that keeps the version is refused: each node would draw its own" "$port0" postgres 0A000 \
   "UPDATE treeshap.model_store SET model = (SELECT model FROM treeshap.model_store WHERE name = 'orig') WHERE name = 'reg'"
 # Citus evaluates no volatile function in a distributed UPDATE: the version is drawn before it
