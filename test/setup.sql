@@ -13,7 +13,9 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
     ('xgb_reg_ubj'), ('xgb_cat_ubj'), ('xgb_cat_multi'), ('inf_json'), ('inf_ubj'),
     ('logitraw_02'), ('logitraw_05'), ('logitraw_m075'), ('lgb_nonames'), ('long_name'),
     ('vector_leaf'), ('xgb_text_cats'), ('xgb_text_onehot'), ('lgb_text_cats'),
-    ('cb_reg'), ('cb_binary'), ('cb_multiclass'), ('cb_uncertainty');
+    ('cb_reg'), ('cb_binary'), ('cb_multiclass'), ('cb_uncertainty'),
+    ('tl_rf_reg'), ('tl_rf_binary'), ('tl_rf_multi'), ('tl_et_reg'), ('tl_et_binary'), ('tl_et_multi'),
+    ('tl_gb_reg'), ('tl_gb_binary'), ('tl_hgb_reg'), ('tl_hgb_binary'), ('tl_deep'), ('tl_ops');
 
 \set f reg
 \ir load_fixture.sql
@@ -88,6 +90,33 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f cb_multiclass
 \ir load_fixture.sql
 \set f cb_uncertainty
+\ir load_fixture.sql
+\set f tl_rf_reg
+\ir load_fixture.sql
+\set f tl_rf_binary
+\ir load_fixture.sql
+\set f tl_rf_multi
+\ir load_fixture.sql
+\set f tl_et_reg
+\ir load_fixture.sql
+\set f tl_et_binary
+\ir load_fixture.sql
+\set f tl_et_multi
+\ir load_fixture.sql
+\set f tl_gb_reg
+\ir load_fixture.sql
+\set f tl_gb_binary
+\ir load_fixture.sql
+\set f tl_hgb_reg
+\ir load_fixture.sql
+\set f tl_hgb_binary
+\ir load_fixture.sql
+\set f tl_deep
+\ir load_fixture.sql
+\set f tl_ops
+\ir load_fixture.sql
+-- a Treelite model without node statistics: not in fx_list (no path-dependent SHAP)
+\set f tl_nocover
 \ir load_fixture.sql
 
 -- equal up to the last digits, where the CPU and GPU engines may differ

@@ -15,7 +15,9 @@ CREATE TEMP TABLE iv_list (fixture text PRIMARY KEY);
 INSERT INTO iv_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'), ('dart'),
     ('poisson'), ('reg_v3'), ('binary_v3'), ('multiclass_v3'), ('lgb_reg'), ('lgb_binary'),
     ('lgb_multiclass'), ('lgb_zero'), ('lgb_none'), ('xgb_reg_ubj'), ('xgb_cat_ubj'),
-    ('xgb_cat_multi'), ('cb_reg'), ('cb_binary'), ('cb_multiclass');
+    ('xgb_cat_multi'), ('cb_reg'), ('cb_binary'), ('cb_multiclass'),
+    ('tl_rf_reg'), ('tl_rf_binary'), ('tl_rf_multi'), ('tl_et_reg'), ('tl_et_binary'), ('tl_et_multi'),
+    ('tl_gb_reg'), ('tl_gb_binary'), ('tl_hgb_reg'), ('tl_hgb_binary'), ('tl_deep'), ('tl_ops'), ('tl_nocover');
 CREATE TEMP TABLE iv_expected (fixture text, id bigint, output int, space text, base float8,
                                phi float8[]);
 \set QUIET 1
@@ -60,6 +62,32 @@ CREATE TEMP TABLE iv_expected (fixture text, id bigint, output int, space text, 
 \set f cb_binary
 \ir load_interventional.sql
 \set f cb_multiclass
+\ir load_interventional.sql
+\set f tl_rf_reg
+\ir load_interventional.sql
+\set f tl_rf_binary
+\ir load_interventional.sql
+\set f tl_rf_multi
+\ir load_interventional.sql
+\set f tl_et_reg
+\ir load_interventional.sql
+\set f tl_et_binary
+\ir load_interventional.sql
+\set f tl_et_multi
+\ir load_interventional.sql
+\set f tl_gb_reg
+\ir load_interventional.sql
+\set f tl_gb_binary
+\ir load_interventional.sql
+\set f tl_hgb_reg
+\ir load_interventional.sql
+\set f tl_hgb_binary
+\ir load_interventional.sql
+\set f tl_deep
+\ir load_interventional.sql
+\set f tl_ops
+\ir load_interventional.sql
+\set f tl_nocover
 \ir load_interventional.sql
 \set QUIET 0
 

@@ -241,6 +241,18 @@ cpu_only(const TsCallOptions *args)
 		 ArrayGetNItems(ARR_NDIM(args->features), ARR_DIMS(args->features)) == 0);
 }
 
+/* Path-dependent SHAP weighs a split's children by their covers: a model without them needs a background. */
+static void
+require_covers(const TsModel *m, const char *model_name)
+{
+	if (m->covers_missing)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("model \"%s\" has no node sample counts, which path-dependent SHAP needs", model_name),
+				 errdetail("Its Treelite checkpoint has neither data_count nor sum_hess for every node."),
+				 errhint("Explain it against a background (background => 'SELECT ...'), which needs no counts; predict needs none either.")));
+}
+
 /* Whether the call explains against a background (its rows' outputs need the trees here). */
 static bool
 has_background(const TsCallOptions *args)
@@ -267,6 +279,8 @@ explain_rows(TsResultKind kind, ReturnSetInfo *rsinfo, const char *model_name, c
 	PG_TRY();
 	{
 		cached = ts_model_acquire(model_name, use_gpu && !has_background(args));
+		if (kind != TS_RESULT_PREDICT && !has_background(args))
+			require_covers(cached->model, model_name);
 		/* a link whose factor has no bound (hinge) stays on the CPU in probability space */
 		if (has_background(args) && !ts_gpu_interventional_ok(cached->model, args->probability))
 			use_gpu = false;
@@ -549,6 +563,7 @@ treeshap_shap_values(PG_FUNCTION_ARGS)
 
 		cached = ts_model_acquire(model_name, use_gpu);
 		m = cached->model;
+		require_covers(m, model_name);
 		x = features_from_array(arr, m);
 		if (use_gpu)
 			phi = shap_row_gpu(cached, x, (TsGpuRun **) &run);

@@ -97,6 +97,7 @@ write_model(Writer *w, const TsModel *m)
 	put_i32(w, (int32_t) m->link);
 	put_f64(w, m->link_scale);
 	put_i32(w, m->dict_hashed);
+	put_i32(w, m->covers_missing);
 	put_str(w, m->objective);
 	put(w, m->base_margin, (size_t) m->num_outputs * sizeof(double));
 	put_flags(w, m->input_rule, nf);
@@ -353,6 +354,7 @@ read_model(Reader *r)
 	m->link = (TsLink) get_i32(r);
 	m->link_scale = get_f64(r);
 	m->dict_hashed = get_i32(r) != 0;
+	m->covers_missing = get_i32(r) != 0;
 	m->objective = get_str(r);
 	if (nf < 1 || nf > TS_MAX_FEATURES || m->num_outputs < 1 || m->num_outputs > TS_MAX_OUTPUTS ||
 		m->link < TS_LINK_IDENTITY || m->link > TS_LINK_HINGE)

@@ -10,7 +10,6 @@
 #include "model/ts_model.h"
 
 #include <errno.h>
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,28 +451,13 @@ set_rule(TsModel *m, int32_t feature, TsInputRule rule, bool *seen, TsError *err
 	return true;
 }
 
-/*
- * "x <= t" on doubles as "x < threshold" on float32: the threshold is the
- * float after the largest float <= t, exact for every float32 input. From
- * FLT_MAX up (LightGBM writes "inf" for "every present value") it is +inf:
- * inputs are clamped to FLT_MAX, so all go left.
- */
+/* "x <= t" on doubles as "x < threshold" on float32 (ts_threshold_le). */
 static bool
 float_threshold(double t, int32_t tree, int32_t node, float *out, TsError *err)
 {
-	float		f;
-
 	if (isnan(t))
 		return ts_fail(err, TS_ERR_INVALID, "tree %d node %d: threshold is NaN", tree, node);
-	if (t >= FLT_MAX)
-	{
-		*out = INFINITY;
-		return true;
-	}
-	f = (float) t;
-	if ((double) f > t)
-		f = nextafterf(f, -INFINITY);
-	*out = nextafterf(f, INFINITY);
+	*out = ts_threshold_le(t);
 	return true;
 }
 

@@ -20,6 +20,11 @@ ts_model_read(const char *buf, size_t len, TsError *err)
 {
 	size_t		i = 0;
 
+	/* Treelite writes its major version first, a little-endian int32 */
+	if (len >= 4 && memcmp(buf, "\x04\0\0\0", 4) == 0)
+		return ts_treelite_read(buf, len, err);
+	if (len >= 4 && memcmp(buf, "\x03\0\0\0", 4) == 0)
+		return ts_treelite_read(buf, len, err);	/* it says which version to use */
 	if (looks_like_ubjson(buf, len))
 		return ts_xgboost_ubj_read(buf, len, err);
 	if (len >= 5 && memcmp(buf, "tree", 4) == 0 && (buf[4] == '\n' || buf[4] == '\r'))
@@ -32,7 +37,7 @@ ts_model_read(const char *buf, size_t len, TsError *err)
 		ts_fail(err, TS_ERR_SYNTAX, "model is empty");
 	else
 		ts_fail(err, TS_ERR_SYNTAX,
-				"unrecognised model format: expected XGBoost JSON or UBJSON, a LightGBM text model or CatBoost JSON");
+				"unrecognised model format: expected XGBoost JSON or UBJSON, a LightGBM text model, CatBoost JSON or a Treelite checkpoint");
 	return NULL;
 }
 
@@ -266,6 +271,31 @@ ts_model_predict_margin(const TsModel *m, const float *row, double *margin)
 		for (int32_t k = 0; k < ts_leaf_size(m); k++)
 			margin[m->tree_group[t] + k] += m->leaf_value[(base + i) * ts_leaf_size(m) + k];
 	}
+}
+
+/*
+ * The float after the largest float <= t: exact for every float32 input. From
+ * FLT_MAX up it is +inf, which inputs (clamped to FLT_MAX) are all below.
+ */
+float
+ts_threshold_le(double t)
+{
+	float		f = (float) t;
+
+	if ((double) f > t)
+		f = nextafterf(f, -INFINITY);
+	return nextafterf(f, INFINITY);
+}
+
+/* The smallest float >= t: below it are exactly the floats below t. */
+float
+ts_threshold_lt(double t)
+{
+	float		f = (float) t;
+
+	if ((double) f < t)
+		f = nextafterf(f, INFINITY);
+	return f;
 }
 
 /* LightGBM's view of a raw value, for the features whose rule says so. */

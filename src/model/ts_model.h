@@ -62,6 +62,9 @@ typedef struct TsModel
 	int32_t		leaf_size;		/* values per leaf: 0 or 1, or K for vector leaves
 								 * (tree t adds value k to output tree_group[t] + k) */
 	double	   *cover;
+	bool		covers_missing;	/* the file has no node statistics (a Treelite model
+								 * may lack them): covers are 0, and only SHAP
+								 * against a background (no covers) is possible */
 	int32_t    *cat_set;		/* categorical node: offset of its left set in cat_pool; else -1 */
 
 	uint32_t   *cat_pool;		/* category sets, ts_catset.h layout */
@@ -104,6 +107,9 @@ extern TsModel *ts_json_model_read(const char *buf, size_t len, TsError *err);
 
 /* Read an XGBoost UBJSON model (the default file format since XGBoost 2.1). */
 extern TsModel *ts_xgboost_ubj_read(const char *buf, size_t len, TsError *err);
+
+/* Read a Treelite checkpoint, format v4 (scikit-learn's and cuML's models, via Treelite). */
+extern TsModel *ts_treelite_read(const char *buf, size_t len, TsError *err);
 
 /* Read a LightGBM text model (as saved by save_model / model_to_string). */
 extern TsModel *ts_lightgbm_read(const char *buf, size_t len, TsError *err);
@@ -165,6 +171,14 @@ ts_node_goes_left(const TsModel *m, int64_t g, float x)
 		return ts_catset_contains(m->cat_pool + m->cat_set[g], x);
 	return x < m->threshold[g];
 }
+
+/*
+ * A library's split on a double threshold t, as "x < threshold" on the
+ * float32 inputs the trees compare (t not NaN): "x <= t" holds exactly when
+ * x < ts_threshold_le(t), "x < t" exactly when x < ts_threshold_lt(t).
+ */
+extern float ts_threshold_le(double t);
+extern float ts_threshold_lt(double t);
 
 /* Margin per output for one row (float32 features, NaN = missing). */
 extern void ts_model_predict_margin(const TsModel *m, const float *row, double *margin);
