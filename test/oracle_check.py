@@ -14,7 +14,10 @@ and probability space, against the brute force over all feature subsets
 (test/fixtures/make_interventional.py; it needs lightgbm) and, where shap
 is installed and reads the model right, shap's interventional
 TreeExplainer, within 1e-6, and additivity against the margins of the
-model's paths (float64, plus XGBoost's base score).
+model's paths (float64, plus XGBoost's base score). Where treelite,
+scikit-learn and shap are installed, fresh scikit-learn forests and boosted
+trees (every kind make_treelite.py covers) go in as Treelite checkpoints and
+are compared with shap's TreeExplainer on the scikit-learn model.
 Connection settings come from the PG* environment variables.
 """
 import json
@@ -49,6 +52,12 @@ try:
     import shap
 except ImportError:
     shap = None
+try:    # scikit-learn's models through Treelite checkpoints, against shap on the original model
+    import treelite.sklearn
+    from sklearn import ensemble
+    from make_treelite import explain as sklearn_reference
+except ImportError:
+    treelite = sklearn_reference = None
 
 TOL = 1e-5
 ROWS = 300
@@ -333,6 +342,30 @@ class FreshForest(Fixture):
         return ours
 
 
+def treelite_cases(rng):
+    """Fresh scikit-learn forests and boosted trees, saved as Treelite checkpoints."""
+    kinds = [("RandomForestRegressor", None, "predict"), ("RandomForestClassifier", 2, "predict_proba"),
+             ("ExtraTreesClassifier", 3, "predict_proba"), ("ExtraTreesRegressor", None, "predict"),
+             ("GradientBoostingRegressor", None, "predict"),
+             ("GradientBoostingClassifier", 2, "decision_function"),
+             ("HistGradientBoostingRegressor", None, "predict"),
+             ("HistGradientBoostingClassifier", 2, "decision_function")]
+    for kind, classes, raw in kinds:
+        m = int(rng.integers(3, 10))
+        X, y = data(rng, 3000, m, 0.1 if kind.startswith("Hist") else 0.0)
+        if classes:
+            y = np.digitize(y, np.quantile(y, np.linspace(0, 1, classes + 1)[1:-1]))
+        params = {"random_state": int(rng.integers(1000))}
+        if kind.startswith("Hist"):
+            params.update(max_iter=int(rng.integers(5, 30)), max_leaf_nodes=int(rng.integers(4, 32)))
+        else:
+            params.update(n_estimators=int(rng.integers(2, 12)), max_depth=int(rng.integers(2, 12)))
+        model = getattr(ensemble, kind)(**params).fit(X[ROWS:], y[ROWS:])
+        contribs, margin = sklearn_reference(model, X[:ROWS], raw)
+        yield (f"scikit-learn {kind} (treelite)", bytes(treelite.sklearn.import_model(model).serialize_bytes()),
+               X[:ROWS], None, [], contribs.reshape(ROWS, -1), margin)
+
+
 def interventional_cases(rng):
     """(label, raw, X: rows then background, cats, model, {space: (values, base)}, {space: shap's})
     per fresh model; shap's only where it is installed and reads the model right."""
@@ -399,6 +432,10 @@ def main():
     conn = psycopg2.connect("")
     passed = failed = 0
     cases = [xgboost_cases(rng)] + ([lightgbm_cases(rng)] if lgb else []) + [new_kinds(rng)]
+    if sklearn_reference is None:
+        print("treelite, scikit-learn or shap not installed: no fresh Treelite models")
+    else:
+        cases.append(treelite_cases(rng))
     for label, raw, X, names, cats, contribs, margin in (c for gen in cases for c in gen):
         worst, complete = check(conn, "oracle_case", raw, X, names, cats, contribs, margin)
         ok = complete and worst <= TOL

@@ -1,12 +1,12 @@
 -- 800 randomly mutated copies of XGBoost JSON fixtures, 600 of an XGBoost
 -- UBJSON fixture, 600 of a LightGBM text fixture, 400 of a CatBoost JSON
--- fixture and 700 of models with category names go through load_model
--- (and, when one loads, through explain and predict). Every failure must be
+-- fixture, 700 of models with category names and 400 of a Treelite checkpoint
+-- go through load_model (and, when one loads, through explain and predict). Every failure must be
 -- a clean ERROR of a documented class; afterwards the server is up, the
 -- session usable and the catalog unchanged.
 BEGIN;
 \ir setup.sql
-SELECT plan(12);
+SELECT plan(13);
 CREATE TEMP TABLE catalog_before AS SELECT name, version FROM treeshap.model_store;
 CREATE TEMP TABLE outcome (kind int, sqlstate text);
 
@@ -72,12 +72,21 @@ BEGIN
     RETURN convert_to(array_to_string(lines, E'\n'), 'UTF8');
 END $$;
 
--- one mutant of a UBJSON or LightGBM fixture through load, explain and predict
+-- Treelite: a hostile little-endian word (a count, a node type, a child, a threshold) anywhere
+CREATE FUNCTION pg_temp.mutate_words(b bytea) RETURNS bytea LANGUAGE sql VOLATILE AS $$
+    SELECT overlay(b PLACING w FROM 1 + floor(random() * (octet_length(b) - 8))::int)
+      FROM (SELECT (ARRAY['\xffffffff', '\x00000000', '\x7fffffff', '\x00000080', '\x03000000',
+                          '\x05000000', '\x0100000000000000', '\xffffffffffffffff', '\x0000c07f',
+                          '\x000000000000f07f', '\x0000000000000080']::bytea[])[1 + floor(random() * 11)::int] AS w) h
+$$;
+
+-- one mutant of a UBJSON, LightGBM, CatBoost or Treelite fixture through load, explain and predict
 CREATE FUNCTION pg_temp.try_mutant(src text, k int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     m bytea := treeshap.model_bytes(src);
 BEGIN
-    m := CASE WHEN k < 4 OR k >= 6 THEN pg_temp.mutate(m, k) ELSE pg_temp.mutate_lines(m) END;
+    m := CASE WHEN k = 7 THEN pg_temp.mutate_words(m)
+              WHEN k < 4 OR k >= 6 THEN pg_temp.mutate(m, k) ELSE pg_temp.mutate_lines(m) END;
     BEGIN
         PERFORM treeshap.load_model('fuzz_target', m, replace => true);
         PERFORM count(*) FROM treeshap.explain_shap_wide('fuzz_target',
@@ -125,8 +134,10 @@ SELECT lives_ok($$SELECT pg_temp.try_mutant('xgb_text_cats', (ARRAY[0, 1, 2, 3, 
                     FROM generate_series(1, 400)$$, '400 mutated XGBoost models with category names went through load_model');
 SELECT lives_ok($$SELECT pg_temp.try_mutant('lgb_text_cats', floor(random() * 6)::int)
                     FROM generate_series(1, 300)$$, '300 mutated LightGBM models with pandas_categorical went through load_model');
-SELECT cmp_ok((SELECT count(*) FROM outcome WHERE kind >= 100), '=', 2300::bigint,
-              'every UBJSON, LightGBM and CatBoost mutant was tried');
+SELECT lives_ok($$SELECT pg_temp.try_mutant('tl_ops', (ARRAY[0, 1, 2, 3, 7, 7])[1 + floor(random() * 6)::int])
+                    FROM generate_series(1, 400)$$, '400 mutated Treelite checkpoints went through load_model');
+SELECT cmp_ok((SELECT count(*) FROM outcome WHERE kind >= 100), '=', 2700::bigint,
+              'every UBJSON, LightGBM, CatBoost and Treelite mutant was tried');
 SELECT lives_ok($$SELECT treeshap.drop_model('fuzz_target', if_exists => true)$$, 'the fuzz target drops');
 SELECT is((SELECT array_agg(DISTINCT sqlstate ORDER BY sqlstate) FROM outcome
             WHERE sqlstate NOT IN ('loaded', '22P02', '22023', '0A000', '54000', '42703', '42804', '22P05', '22021')),
@@ -136,7 +147,7 @@ SELECT set_eq('SELECT name, version FROM treeshap.model_store', 'SELECT * FROM c
 SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('multiclass', pg_temp.fx_query('multiclass'))),
           800::bigint, 'the session and server still work');
 SELECT diag(format('fuzz outcomes (%s): %s', fmt, string_agg(format('%s=%s', sqlstate, c), ', ' ORDER BY c DESC)))
-  FROM (SELECT CASE WHEN kind < 100 THEN 'json' ELSE 'ubj+lightgbm' END AS fmt, sqlstate, count(*) c
+  FROM (SELECT CASE WHEN kind < 100 THEN 'json' ELSE 'ubj+lightgbm+catboost+treelite' END AS fmt, sqlstate, count(*) c
           FROM outcome GROUP BY 1, 2) q GROUP BY fmt;
 SELECT * FROM finish();
 ROLLBACK;

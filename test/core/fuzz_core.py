@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Feed mutated fixture models to the compute core built with AddressSanitizer
 and UndefinedBehaviorSanitizer (test/core/build/ts_cli_asan): XGBoost JSON,
-XGBoost UBJSON and LightGBM text. A mutant may be refused or accepted; a
+XGBoost UBJSON, LightGBM text, CatBoost JSON and Treelite checkpoints. A mutant may be refused or accepted; a
 sanitizer report or a crash fails the run."""
 import json
 import os
 import random
+import struct
 import subprocess
 import sys
 import tempfile
@@ -128,6 +129,29 @@ def mutate_lightgbm(raw, rng):
     return "\n".join(lines).encode()
 
 
+def mutate_treelite(raw, rng):
+    """Bytes, or a hostile little-endian int32, uint64, float or double at any offset (counts,
+    node types, children, features, thresholds, segment offsets)."""
+    if rng.random() < 0.4:
+        return mutate_bytes(raw, rng, rng.randrange(4))
+    b = bytearray(raw)
+    i = rng.randrange(len(b) - 8)
+    kind = rng.randrange(3)
+    if kind == 0:
+        value = rng.choice([0, 1, 2, 3, 5, 7, -1, -2, 2**31 - 1, -2**31, len(b)])
+        b[i:i + 4] = struct.pack("<i", value)
+    elif kind == 1:
+        value = rng.choice([0, 1, 7, 2**31, 2**32 - 1, 2**62, 2**63, 2**64 - 1, len(b), len(b) // 8])
+        b[i:i + 8] = struct.pack("<Q", value)
+    else:
+        value = rng.choice([float("nan"), float("inf"), -float("inf"), 1e300, -0.0, 3.4e38, 5e-324])
+        if rng.random() < 0.5:
+            b[i:i + 8] = struct.pack("<d", value)
+        else:
+            b[i:i + 4] = struct.pack("<f", value if abs(value) < 3.5e38 or value != value else float("inf"))
+    return bytes(b)
+
+
 def run_mutants(name, mutants):
     """Load every mutant through the sanitised CLI; (accepted, failure output or None)."""
     accepted = 0
@@ -159,11 +183,13 @@ def main():
     ubj_sources = [source("xgb_cat_ubj.ubj"), source("xgb_reg_ubj.ubj"), source("xgb_text_onehot.ubj")]
     lgb_sources = [source(f + ".txt") for f in ("lgb_multiclass", "lgb_binary", "lgb_rf", "lgb_text_cats")]
     cb_sources = [source(f + ".json") for f in ("cb_multiclass", "cb_binary", "cb_uncertainty", "cb_onehot")]
+    tl_sources = [source(f + ".tl") for f in ("tl_ops", "tl_nocover", "tl_rf_multi", "tl_hgb_binary", "tl_gb_reg")]
     runs = [
         ("catboost", [mutate_catboost(cb_sources[i % len(cb_sources)], rng) for i in range(1500)]),
         ("json", [mutate(json_sources[i % len(json_sources)], rng) for i in range(3000)]),
         ("ubjson", [mutate_ubj(ubj_sources[i % len(ubj_sources)], rng) for i in range(1000)]),
         ("lightgbm", [mutate_lightgbm(lgb_sources[i % len(lgb_sources)], rng) for i in range(1200)]),
+        ("treelite", [mutate_treelite(tl_sources[i % len(tl_sources)], rng) for i in range(1500)]),
     ]
     for name, mutants in runs:
         accepted, failure = run_mutants(name, mutants)

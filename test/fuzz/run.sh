@@ -3,7 +3,7 @@
 # UndefinedBehaviorSanitizer (clang and Debian's libclang-rt-14-dev):
 #     test/fuzz/run.sh [EXECUTIONS] [READER...]      default 20000, all readers
 # Readers: json (XGBoost and CatBoost JSON), ubj (XGBoost UBJSON), lightgbm
-# (text). Each starts from a corpus seeded with the fixtures of its formats,
+# (text), treelite (Treelite checkpoints). Each starts from a corpus seeded with the fixtures of its formats,
 # first replays the inputs that once crashed it (test/fuzz/regressions/READER,
 # kept as regression fixtures), then runs EXECUTIONS inputs. A sanitizer
 # report, crash, leak or timeout fails the run, and its input is saved in
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 runs=${1:-20000}
 shift || true
 readers=("$@")
-[ ${#readers[@]} -gt 0 ] || readers=(json ubj lightgbm)
+[ ${#readers[@]} -gt 0 ] || readers=(json ubj lightgbm treelite)
 CC=${FUZZ_CC:-clang}
 build=test/fuzz/build
 mkdir -p "$build"
@@ -22,8 +22,10 @@ include src/sources.mk
 all: ; @echo $(addprefix src/,$(TS_TOOL_SRCS))
 MK
 )
-declare -A entry=([json]=ts_json_model_read [ubj]=ts_xgboost_ubj_read [lightgbm]=ts_lightgbm_read)
-declare -A seeds=([json]="test/fixtures/*.json" [ubj]="test/fixtures/*.ubj" [lightgbm]="test/fixtures/*.txt")
+declare -A entry=([json]=ts_json_model_read [ubj]=ts_xgboost_ubj_read [lightgbm]=ts_lightgbm_read
+                  [treelite]=ts_treelite_read)
+declare -A seeds=([json]="test/fixtures/*.json" [ubj]="test/fixtures/*.ubj" [lightgbm]="test/fixtures/*.txt"
+                  [treelite]="test/fixtures/*.tl")
 status=0
 for r in "${readers[@]}"; do
   bin=$build/fuzz_$r
