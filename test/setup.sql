@@ -15,7 +15,8 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
     ('vector_leaf'), ('xgb_text_cats'), ('xgb_text_onehot'), ('lgb_text_cats'),
     ('cb_reg'), ('cb_binary'), ('cb_multiclass'), ('cb_uncertainty'),
     ('tl_rf_reg'), ('tl_rf_binary'), ('tl_rf_multi'), ('tl_et_reg'), ('tl_et_binary'), ('tl_et_multi'),
-    ('tl_gb_reg'), ('tl_gb_binary'), ('tl_hgb_reg'), ('tl_hgb_binary'), ('tl_deep'), ('tl_ops');
+    ('tl_gb_reg'), ('tl_gb_binary'), ('tl_hgb_reg'), ('tl_hgb_binary'), ('tl_deep'), ('tl_ops'),
+    ('tl_hgb_cat');
 
 \set f reg
 \ir load_fixture.sql
@@ -114,6 +115,8 @@ INSERT INTO fx_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
 \set f tl_deep
 \ir load_fixture.sql
 \set f tl_ops
+\ir load_fixture.sql
+\set f tl_hgb_cat
 \ir load_fixture.sql
 -- a Treelite model without node statistics: not in fx_list (no path-dependent SHAP)
 \set f tl_nocover

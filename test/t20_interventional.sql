@@ -17,7 +17,8 @@ INSERT INTO iv_list VALUES ('reg'), ('binary'), ('multiclass'), ('nan'), ('deep'
     ('lgb_multiclass'), ('lgb_zero'), ('lgb_none'), ('xgb_reg_ubj'), ('xgb_cat_ubj'),
     ('xgb_cat_multi'), ('cb_reg'), ('cb_binary'), ('cb_multiclass'),
     ('tl_rf_reg'), ('tl_rf_binary'), ('tl_rf_multi'), ('tl_et_reg'), ('tl_et_binary'), ('tl_et_multi'),
-    ('tl_gb_reg'), ('tl_gb_binary'), ('tl_hgb_reg'), ('tl_hgb_binary'), ('tl_deep'), ('tl_ops'), ('tl_nocover');
+    ('tl_gb_reg'), ('tl_gb_binary'), ('tl_hgb_reg'), ('tl_hgb_binary'), ('tl_deep'), ('tl_ops'), ('tl_nocover'),
+    ('tl_hgb_cat');
 CREATE TEMP TABLE iv_expected (fixture text, id bigint, output int, space text, base float8,
                                phi float8[]);
 \set QUIET 1
@@ -88,6 +89,8 @@ CREATE TEMP TABLE iv_expected (fixture text, id bigint, output int, space text, 
 \set f tl_ops
 \ir load_interventional.sql
 \set f tl_nocover
+\ir load_interventional.sql
+\set f tl_hgb_cat
 \ir load_interventional.sql
 \set QUIET 0
 
