@@ -129,9 +129,9 @@ echo "== the GPU quadrature layout evaluated on the host against every fixture's
 /usr/bin/python3 test/core/layout_check.py || status=1
 
 echo "== bin packing (NF, FFD, BFD) and the quadrature layout of every fixture, checked under AddressSanitizer"
-for f in test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt; do
+for f in test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt test/fixtures/*.tl; do
   out=$(test/core/build/ts_cli_asan pack "$f") || { echo "invalid packing: $f"; echo "$out"; status=1; }
 done
-echo "packings and quadrature layouts checked: $(ls test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt | wc -l) fixtures x (3 packings + 1 layout)"
+echo "packings and quadrature layouts checked: $(ls test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt test/fixtures/*.tl | wc -l) fixtures x (3 packings + 1 layout)"
 
 exit $status

@@ -22,7 +22,7 @@ CLI = os.path.join(HERE, "build", "ts_cli_asan")
 
 
 def model_of(name):
-    for ext in (".json", ".ubj", ".txt"):
+    for ext in (".json", ".ubj", ".txt", ".tl"):
         path = os.path.join(FIXTURES, name + ext)
         if os.path.exists(path):
             return path
