@@ -39,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(93);
+SELECT plan(94);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -410,8 +410,20 @@ SELECT throws_ok($$SELECT treeshap._explain_write('t09_reg', 'SELECT NULL::text,
                  '23502', NULL, 'and a NULL key');
 RESET treeshap.job_workers;
 
+-- a scikit-learn forest classifier from a Treelite checkpoint (no feature names: matched by
+-- position), in two workers: the job equals a one-shot explain_shap_wide, three outputs a row
+\set m_forest `base64 -w0 test/fixtures/tl_rf_multi.tl`
+SELECT 1 FROM treeshap.load_model('t09_forest', decode(:'m_forest', 'base64'), replace => true) \g /dev/null
+CALL treeshap.explain_into('t09_forest', 't09.houses', 't09.forest', batch_size => 700, workers => 2,
+                           features => ARRAY['MedInc', 'HouseAge', 'AveRooms', 'AveBedrms', 'Population',
+                                             'AveOccup', 'Latitude', 'Longitude']);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.forest',
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_forest',
+                  'SELECT id, "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses')$$,
+              'a Treelite forest''s job in two workers equals a one-shot explain_shap_wide, exactly');
+
 SELECT * FROM finish();
 \set QUIET 1
 DROP SCHEMA t09 CASCADE;
 DELETE FROM treeshap.job_store WHERE target LIKE 't09.%';
-SELECT treeshap.drop_model(m) FROM unnest(ARRAY['t09_reg', 't09_multi', 't09_dart']) m \g /dev/null
+SELECT treeshap.drop_model(m) FROM unnest(ARRAY['t09_reg', 't09_multi', 't09_dart', 't09_forest']) m \g /dev/null
