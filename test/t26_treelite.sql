@@ -6,7 +6,7 @@
 -- without node statistics, and the refusals.
 BEGIN;
 \ir setup.sql
-SELECT plan(17);
+SELECT plan(18);
 
 CREATE TEMP TABLE tl AS SELECT fixture FROM fx_list WHERE fixture LIKE 'tl\_%';
 
@@ -88,6 +88,31 @@ SELECT throws_ok($$SELECT pg_temp.try_load(overlay(treeshap.model_bytes('tl_gb_r
                  '0A000',
                  'could not read model "hostile": Treelite checkpoint version 3.9 is not supported: load it with Treelite 4 and serialize it again',
                  'a version 3 checkpoint is refused, saying what to do');
+-- fixtures edited into hostile checkpoints (make_treelite.py's hostile_fixtures)
+CREATE TEMP TABLE tl_bad (file text, state text, message text);
+INSERT INTO tl_bad VALUES
+    ('tl_bad_node_type', '22023', 'tree 0 node 0: its node type 0 does not match its children (1, 8)'),
+    ('tl_bad_leaf_vectors', '22023', 'tree 0 has 26 leaves but 3 leaf vector values'),
+    ('tl_bad_categories', '54000', 'tree 1 model''s category sets are too large for its size'),
+    ('tl_bad_sigmoid', '0A000', 'Treelite postprocessor "sigmoid" transforms one output; the model has 2');
+\set bad_node_type `base64 -w0 test/fixtures/tl_bad_node_type.tlx`
+\set bad_leaf_vectors `base64 -w0 test/fixtures/tl_bad_leaf_vectors.tlx`
+\set bad_categories `base64 -w0 test/fixtures/tl_bad_categories.tlx`
+\set bad_sigmoid `base64 -w0 test/fixtures/tl_bad_sigmoid.tlx`
+CREATE TEMP TABLE tl_bad_bytes (file text, b bytea);
+INSERT INTO tl_bad_bytes VALUES ('tl_bad_node_type', decode(:'bad_node_type', 'base64')),
+    ('tl_bad_leaf_vectors', decode(:'bad_leaf_vectors', 'base64')),
+    ('tl_bad_categories', decode(:'bad_categories', 'base64')), ('tl_bad_sigmoid', decode(:'bad_sigmoid', 'base64'));
+CREATE FUNCTION pg_temp.refusal(f text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_temp.try_load((SELECT b FROM tl_bad_bytes WHERE file = f));
+    RETURN 'loaded';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT is((SELECT string_agg(file || ' ' || pg_temp.refusal(file), '; ' ORDER BY file) FROM tl_bad
+            WHERE pg_temp.refusal(file) <> state || ': could not read model "hostile": ' || message),
+          NULL, 'a leaf with children, leaves sharing one leaf vector, a huge category in every list and sigmoid over two classes are refused, each saying why');
 SELECT is((SELECT count(*) FROM treeshap.models WHERE name = 'hostile'), 0::bigint, 'and none is stored');
 
 SELECT * FROM finish();

@@ -63,6 +63,7 @@ typedef struct TlHeader
 	TlArray		base_scores;
 	char		postprocessor[64];
 	float		sigmoid_alpha;
+	int64_t		cat_words;		/* category set words the checkpoint's size allows */
 } TlHeader;
 
 /* Take n bytes at the position; false (a syntax error) past the end. */
@@ -91,18 +92,18 @@ take_array(TlReader *r, size_t elem, TlArray *a)
 	return true;
 }
 
-/* A string (an array of chars) into dst, cut to size - 1 bytes. */
+/* A name (an array of chars) into dst: no longer than size - 1 bytes, no NUL inside. */
 static bool
 take_string(TlReader *r, char *dst, size_t size)
 {
 	TlArray		a;
-	size_t		n;
 
 	if (!take_array(r, 1, &a))
 		return false;
-	n = a.n < size - 1 ? (size_t) a.n : size - 1;
-	memcpy(dst, a.at, n);
-	dst[n] = '\0';
+	if (a.n >= size || memchr(a.at, '\0', (size_t) a.n) != NULL)
+		return ts_fail(r->err, TS_ERR_INVALID, "Treelite checkpoint has a malformed name at byte %zu", r->pos);
+	memcpy(dst, a.at, (size_t) a.n);
+	dst[a.n] = '\0';
 	return true;
 }
 
@@ -158,9 +159,8 @@ skip_optional_fields(TlReader *r)
 
 		if (!take_array(r, 1, &name) || !take(r, &elem, sizeof(elem)))
 			return false;
-		if (elem < 1 || elem > 16)
-			return ts_fail(r->err, TS_ERR_INVALID, "Treelite optional field has elements of %llu bytes",
-						   (unsigned long long) elem);
+		if (elem < 1)
+			return ts_fail(r->err, TS_ERR_INVALID, "Treelite optional field has elements of 0 bytes");
 		if (!take_array(r, (size_t) elem, &content))
 			return false;
 	}
@@ -259,6 +259,34 @@ read_header(TlReader *r, TsModel *m, TlHeader *h, uint64_t *num_tree)
 	return skip_optional_fields(r);
 }
 
+/*
+ * Leaves are the nodes without children, as Treelite decides (cleft = -1),
+ * and their node type must say so. A vector model's leaves each need their
+ * own values in the tree's leaf vectors: ranges that overlap would make
+ * small bytes ask for num_class values per node.
+ */
+static bool
+check_shape(TlReader *r, const TlHeader *h, int64_t t, const TlTree *tr)
+{
+	uint64_t	leaves = 0;
+
+	for (int32_t i = 0; i < tr->num_nodes; i++)
+	{
+		bool		leaf = get_i32(&tr->cleft, i) == -1;
+
+		if (leaf != (tr->node_type.at[i] == TL_LEAF) || leaf != (get_i32(&tr->cright, i) == -1))
+			return ts_fail(r->err, TS_ERR_INVALID,
+						   "tree %lld node %d: its node type %d does not match its children (%d, %d)",
+						   (long long) t, i, (int8_t) tr->node_type.at[i], get_i32(&tr->cleft, i),
+						   get_i32(&tr->cright, i));
+		leaves += leaf;
+	}
+	if (h->vector_len > 1 && leaves > tr->leaf_vector.n / (uint64_t) h->vector_len)
+		return ts_fail(r->err, TS_ERR_INVALID, "tree %lld has %llu leaves but %llu leaf vector values",
+					   (long long) t, (unsigned long long) leaves, (unsigned long long) tr->leaf_vector.n);
+	return true;
+}
+
 /* One tree's arrays, their lengths checked against its node count. */
 static bool
 read_tree(TlReader *r, const TlHeader *h, int64_t t, TlTree *tr)
@@ -301,7 +329,7 @@ read_tree(TlReader *r, const TlHeader *h, int64_t t, TlTree *tr)
 		return ts_fail(r->err, TS_ERR_INVALID, "tree %lld: node statistics do not match its %d nodes",
 					   (long long) t, tr->num_nodes);
 	return take_array(r, 8, &gain) && take_array(r, 1, &gain_present) &&
-		skip_optional_fields(r) && skip_optional_fields(r);
+		skip_optional_fields(r) && skip_optional_fields(r) && check_shape(r, h, t, tr);
 }
 
 /* Whether every node of every tree has the statistic (present flags all set). */
@@ -386,9 +414,14 @@ fill_numerical(TsModel *m, const TlHeader *h, const TlTree *tr, int32_t i, int64
 	return true;
 }
 
-/* A categorical test: the categories that go left, Treelite's list or its complement. */
+/*
+ * A categorical test: the categories that go left, Treelite's list or its
+ * complement. A set takes words for its largest category, so the sets'
+ * words are held to what the checkpoint's size allows (lists may share
+ * one large value).
+ */
 static bool
-fill_categorical(TsModel *m, const TlTree *tr, int32_t i, int64_t g, TsError *err)
+fill_categorical(TsModel *m, const TlHeader *h, const TlTree *tr, int32_t i, int64_t g, TsError *err)
 {
 	bool		listed_right = tr->cat_right.at[i] == 1;
 	uint64_t	b,
@@ -409,11 +442,16 @@ fill_categorical(TsModel *m, const TlTree *tr, int32_t i, int64_t g, TsError *er
 			nbits = v + 1;
 	}
 	/* a value outside 0..nbits-1 (negative, unseen, NaN aside) is in no list */
-	set = ts_model_add_catset(m, nbits, listed_right);
-	if (set < 0)
-		return ts_fail(err, TS_ERR_LIMIT, "model's category sets are too large");
-	for (uint32_t c = 0; c < nbits; c++)
-		m->cat_pool[set + 2 + c / 32] |= (listed_right ? 1u : 0u) << (c % 32);
+	if (m->cat_pool_len + ts_catset_len(nbits) > h->cat_words ||
+		(set = ts_model_add_catset(m, nbits, listed_right)) < 0)
+		return ts_fail(err, TS_ERR_LIMIT, "model's category sets are too large for its size");
+	ts_check_interrupts_after(1 + nbits / 32 + (int64_t) (e - b));
+	if (listed_right && nbits > 0)
+	{
+		memset(m->cat_pool + set + 2, 0xff, sizeof(uint32_t) * (size_t) ((nbits + 31) / 32));
+		if (nbits % 32 != 0)	/* no bit past the set's last category */
+			m->cat_pool[set + 2 + nbits / 32] = (1u << (nbits % 32)) - 1;
+	}
 	for (uint64_t c = b; c < e; c++)
 	{
 		uint32_t	v;
@@ -436,7 +474,7 @@ fill_node(TsModel *m, const TlHeader *h, const TlTree *tr, int32_t i, int64_t g,
 	int8_t		type = (int8_t) tr->node_type.at[i];
 
 	m->cover[g] = hess ? get_real(&tr->sum_hess, i, 8)
-		: tr->data_count.n > 0 ? (double) get_u64(&tr->data_count, i) : 0.0;
+		: !m->covers_missing ? (double) get_u64(&tr->data_count, i) : 0.0;
 	if (tr->default_left.at[i] > 1 || tr->cat_right.at[i] > 1)
 		return ts_fail(err, TS_ERR_INVALID, "node %d has a flag not 0 or 1", i);
 	if (type == TL_LEAF)
@@ -449,7 +487,7 @@ fill_node(TsModel *m, const TlHeader *h, const TlTree *tr, int32_t i, int64_t g,
 	if (type == TL_NUMERICAL)
 		return fill_numerical(m, h, tr, i, g, err);
 	if (type == TL_CATEGORICAL)
-		return fill_categorical(m, tr, i, g, err);
+		return fill_categorical(m, h, tr, i, g, err);
 	return ts_fail(err, TS_ERR_INVALID, "node %d has node type %d", i, type);
 }
 
@@ -517,13 +555,21 @@ output_divisors(const TsModel *m, const TlHeader *h)
 	return divisor;
 }
 
-/* The postprocessor as the model's link; false for one without a SHAP-compatible link. */
+/*
+ * The postprocessor as the model's link; false for one without a SHAP-
+ * compatible link. Treelite's sigmoid, exponential and hinge transform the
+ * first output alone, so they come with one output only.
+ */
 static bool
 set_link(TsModel *m, const TlHeader *h, TsError *err)
 {
 	const char *pp = h->postprocessor;
+	bool		one = strcmp(pp, "sigmoid") == 0 || strcmp(pp, "exponential") == 0 || strcmp(pp, "hinge") == 0;
 
 	m->link_scale = 1.0;
+	if (one && h->num_class > 1)
+		return ts_fail(err, TS_ERR_UNSUPPORTED,
+					   "Treelite postprocessor \"%s\" transforms one output; the model has %d", pp, h->num_class);
 	if (strcmp(pp, "identity") == 0 || strcmp(pp, "identity_multiclass") == 0)
 		m->link = TS_LINK_IDENTITY;
 	else if (strcmp(pp, "sigmoid") == 0 || strcmp(pp, "multiclass_ova") == 0)
@@ -581,6 +627,8 @@ build_model(TsModel *m, TlReader *r, TsError *err)
 
 	if (!read_header(r, m, &h, &num_tree))
 		return false;
+	/* sixteen set words per four bytes of checkpoint, and 64K words besides */
+	h.cat_words = 16 * (int64_t) (r->len / 4) + 65536;
 	if (num_tree > (r->len - r->pos) / TL_MIN_TREE_BYTES)
 		return ts_fail(err, TS_ERR_SYNTAX, "Treelite checkpoint is too short for %llu trees",
 					   (unsigned long long) num_tree);
