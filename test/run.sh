@@ -127,6 +127,8 @@ bash test/fuzz/run.sh "${TS_FUZZ_RUNS:-20000}" || status=1
 
 echo "== the GPU quadrature layout evaluated on the host against every fixture's oracle"
 /usr/bin/python3 test/core/layout_check.py || status=1
+echo "== quadrature SHAP in vector lanes (each instruction set this CPU runs) against the per-row evaluation"
+/usr/bin/python3 test/core/lanes_check.py || status=1
 
 echo "== bin packing (NF, FFD, BFD) and the quadrature layout of every fixture, checked under AddressSanitizer"
 for f in test/fixtures/*.json test/fixtures/*.ubj test/fixtures/*.txt test/fixtures/*.tl; do

@@ -22,6 +22,21 @@ ts_cpu_rows_width(const TsCpuRows *r)
 	}
 }
 
+/* Whether the run's contributions are path-dependent by quadrature: blocks of rows in lanes. */
+static bool
+in_lanes(const TsCpuRows *r)
+{
+	return (r->kind == TS_ROWS_SHAP || r->kind == TS_ROWS_TOP_FEATURES) && r->background == NULL &&
+		r->algorithm == TS_SHAP_QUADRATURE;
+}
+
+/* Doubles of one row's contributions. */
+static size_t
+shap_width(const TsCpuRows *r)
+{
+	return (size_t) r->model->num_outputs * (r->model->num_features + 1);
+}
+
 /* Scratch doubles of one row's contributions. */
 static size_t
 shap_scratch_len(const TsCpuRows *r)
@@ -29,6 +44,8 @@ shap_scratch_len(const TsCpuRows *r)
 	size_t		walk,
 				plan;
 
+	if (in_lanes(r))
+		return ts_quad_rows_scratch_len(r->paths);
 	if (r->background == NULL)
 		return ts_cpu_scratch_len(r->paths);
 	/* the plan is chosen at the first batch: room for either route */
@@ -47,9 +64,8 @@ ts_cpu_rows_scratch_len(const TsCpuRows *r)
 		case TS_ROWS_INTERACTIONS:
 			return ts_interactions_scratch_len(r->paths);
 		case TS_ROWS_TOP_FEATURES:
-			/* the row's contributions, then the SHAP algorithm's own */
-			return (size_t) r->model->num_outputs * (r->model->num_features + 1) +
-				shap_scratch_len(r);
+			/* the rows' contributions (a block's in lanes), then the SHAP algorithm's own */
+			return (in_lanes(r) ? TS_QUAD_LANES : 1) * shap_width(r) + shap_scratch_len(r);
 		default:
 			return shap_scratch_len(r);
 	}
@@ -82,6 +98,33 @@ top_features_row(const TsCpuRows *r, const float *x, double *out, double *scratc
 	ts_topk_row(phi, outputs, features, r->top_k, out);
 }
 
+/*
+ * Rows [first, first + count) in blocks of TS_QUAD_LANES: their
+ * contributions, or their top features from the block's contributions.
+ */
+static void
+lanes_task(const TsCpuRows *r, int64_t first, int64_t count, double *scratch)
+{
+	size_t		nf = (size_t) r->model->num_features;
+	size_t		width = ts_cpu_rows_width(r);
+	size_t		row_width = shap_width(r);
+
+	for (int64_t i = first; i < first + count; i += TS_QUAD_LANES)
+	{
+		int32_t		n = (int32_t) (first + count - i < TS_QUAD_LANES ? first + count - i : TS_QUAD_LANES);
+
+		if (r->kind == TS_ROWS_SHAP)
+		{
+			ts_quad_rows(r->paths, r->x + (size_t) i * nf, n, r->out + (size_t) i * width, scratch);
+			continue;
+		}
+		ts_quad_rows(r->paths, r->x + (size_t) i * nf, n, scratch, scratch + TS_QUAD_LANES * row_width);
+		for (int32_t l = 0; l < n; l++)
+			ts_topk_row(scratch + (size_t) l * row_width, r->model->num_outputs, (int32_t) nf, r->top_k,
+						r->out + (size_t) (i + l) * width);
+	}
+}
+
 /* Row pool task: rows [first, first + count) of the run on one thread. */
 static void
 rows_task(void *arg, int thread, int64_t first, int64_t count)
@@ -91,6 +134,11 @@ rows_task(void *arg, int thread, int64_t first, int64_t count)
 	size_t		width = ts_cpu_rows_width(r);
 	double	   *scratch = r->scratch + (size_t) thread * r->scratch_len;
 
+	if (in_lanes(r))
+	{
+		lanes_task(r, first, count, scratch);
+		return;
+	}
 	for (int64_t i = first; i < first + count; i++)
 	{
 		const float *x = r->x + (size_t) i * nf;

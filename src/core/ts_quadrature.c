@@ -63,9 +63,9 @@ ts_gauss_legendre(int32_t n, double *x, double *w)
 	}
 }
 
-/* Nodes and weights for n points: the kept ones, or computed into scratch. */
-static void
-nodes(int32_t n, const double **x, const double **w, double *scratch)
+/* Nodes and weights for n points: the kept ones, or computed into scratch (2 n doubles). */
+void
+ts_quad_nodes(int32_t n, const double **x, const double **w, double *scratch)
 {
 	if (n <= TS_QUAD_CACHED)
 	{
@@ -110,7 +110,7 @@ ts_quad_path(const TsPathTable *pt, int64_t p, const float *row, double *phi, do
 
 	if (d < 1 || !ts_shap_fractions(pt, p, row, z, o))
 		return;
-	nodes((d + 1) / 2, &x, &w, sum + len);
+	ts_quad_nodes((d + 1) / 2, &x, &w, sum + len);
 	memset(sum, 0, sizeof(double) * (size_t) len);
 	for (int32_t q = 0; q < (d + 1) / 2; q++)
 	{

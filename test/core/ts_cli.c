@@ -1,7 +1,10 @@
 /*
  * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
- *   ts_cli contribs MODEL CSV [treeshap|quadrature|gpu-layout]
+ *   ts_cli contribs MODEL CSV [treeshap|quadrature|gpu-layout|lanes[:ISA]]
  *                               print pred_contribs rows (outputs x (features+1));
+ *                               lanes: quadrature in blocks of rows (ts_quad_rows), on
+ *                               the CPU's widest instruction set or the one named
+ *                               (avx512, avx2, x86-64; exit 2 if the CPU lacks it)
  *                               gpu-layout evaluates the GPU quadrature layout
  *                               (src/gpu/ts_gpu_quad.c) on the host as the kernel does
  *   ts_cli margin MODEL CSV     print margins
@@ -22,6 +25,7 @@
 #include "core/ts_interactions.h"
 #include "model/ts_model.h"
 #include "core/ts_pack.h"
+#include "core/ts_quad_lanes.h"
 #include "core/ts_paths.h"
 #include "core/ts_shap_cpu.h"
 #include "base/ts_tool.h"
@@ -178,6 +182,46 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	free(phi);
 	free(margin);
 	free(scratch);
+}
+
+/* Contribs of every CSV line in blocks of TS_QUAD_LANES rows (ts_quad_rows), on the instruction set named or the CPU's widest. */
+static int
+run_lanes(const TsModel *m, const char *csv, const char *isa)
+{
+	TsPathTable *pt = ts_paths_build(m);
+	FILE	   *f = fopen(csv, "r");
+	char	   *line = NULL;
+	size_t		cap = 0;
+	size_t		width = (size_t) m->num_outputs * (size_t) (m->num_features + 1);
+	float	   *rows = malloc(sizeof(float) * (size_t) m->num_features * TS_QUAD_LANES);
+	double	   *phi = malloc(sizeof(double) * width * TS_QUAD_LANES);
+	double	   *scratch = malloc(sizeof(double) * ts_quad_rows_scratch_len(pt));
+	int32_t		n = 0;
+	bool		more = true;
+
+	if (f == NULL || ts_quad_lanes_isa(isa[0] != '\0' ? isa : NULL) == NULL)
+		return 2;
+	while (more)
+	{
+		more = getline(&line, &cap, f) > 0;
+		if (more)
+			parse_row(line, rows + (size_t) n++ * m->num_features, m);
+		if (n == TS_QUAD_LANES || (!more && n > 0))
+		{
+			ts_quad_rows(pt, rows, n, phi, scratch);
+			for (int32_t l = 0; l < n; l++, printf("\n"))
+				for (size_t i = 0; i < width; i++)
+					printf(i ? ",%.17g" : "%.17g", phi[(size_t) l * width + i]);
+			n = 0;
+		}
+	}
+	fclose(f);
+	free(line);
+	free(rows);
+	free(phi);
+	free(scratch);
+	ts_paths_free(pt);
+	return 0;
 }
 
 /* Run contribs (by the algorithm named: treeshap, quadrature, gpu-layout) or margin over every CSV line. */
@@ -545,11 +589,13 @@ main(int argc, char **argv)
 			rc = run_interactions(m, argv[3], argc > 4 ? argv[4] : "shapley",
 								  argc > 5 ? argv[5] : NULL);
 		else
-			rc = run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0, argc > 4 ? argv[4] : "treeshap");
+			rc = argc > 4 && strncmp(argv[4], "lanes", 5) == 0 && strcmp(argv[1], "contribs") == 0
+				? run_lanes(m, argv[3], argv[4][5] == ':' ? argv[4] + 6 : "")
+				: run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0, argc > 4 ? argv[4] : "treeshap");
 		ts_model_free(m);
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|gpu-layout] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""One CPU thread on each side (issue 46): treeshap.explain_shap_wide with
+treeshap.device = cpu and treeshap.cpu_threads = 1 (quadrature, and the
+EXTEND/UNWOUNDSUM algorithm) against XGBoost's pred_contribs with nthread = 1
+and shap's TreeExplainer (single-threaded), same machine, model and rows,
+measured in this run: rounds alternate the three, best of TS_BENCH_REPS (3).
+Values must agree: every contribution of the first 200 rows within 1e-5
+relative to max(1, |margin|) of XGBoost's.
+
+    python3 bench/cpu_one_thread.py WORK_DIR NAME [NAME ...]
+
+WORK_DIR as bench/grid.py writes it (NAME.json, NAME.csv, NAME.rows.f32).
+Rows: the first TS_BENCH_ROWS (10,000) of them; 1,000 for fashion_mnist (784 features,
+10 classes). Needs xgboost (3.x) and shap importable; the server through PG*
+variables. Prints one JSON record per model, then the table of ratios.
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import psycopg2
+import shap
+import xgboost as xgb
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from concurrency import features_of, load  # noqa: E402
+
+REPS = int(os.environ.get("TS_BENCH_REPS", 3))
+
+
+def rows_of(name):
+    default = 1000 if name.startswith("fashion_mnist") else 10000
+    return int(os.environ.get("TS_BENCH_ROWS", default))
+
+
+def ours(cur, name, table, algorithm):
+    """explain_shap_wide's rows/s over the table on one thread, and its contributions."""
+    cur.execute(f"SET treeshap.algorithm = {algorithm}")
+    t0 = time.perf_counter()
+    cur.execute(f"SELECT row_key, output, shap_values || base_value FROM treeshap.explain_shap_wide(%s, %s)",
+                (name, f"SELECT * FROM {table}"))
+    got = cur.fetchall()
+    return len(got), time.perf_counter() - t0, got
+
+
+def main():
+    work, names = sys.argv[1], sys.argv[2:]
+    conn = psycopg2.connect("")
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("SET treeshap.device = cpu")
+    cur.execute("SET treeshap.cpu_threads = 1")
+    cur.execute("SET treeshap.match_columns = position")
+    cur.execute("SET jit = off")
+    records = []
+    for name in names:
+        features, outputs = features_of(work, name)
+        rows = rows_of(name)
+        table = "b1_" + name.replace("-", "_")
+        load(conn, work, name, table, features, rows)
+        X = np.fromfile(os.path.join(work, name + ".rows.f32"), dtype=np.float32).reshape(-1, features)[:rows]
+        booster = xgb.Booster(model_file=os.path.join(work, name + ".json"))
+        booster.set_param({"nthread": 1})
+        explainer = shap.TreeExplainer(booster)
+        dm = xgb.DMatrix(X, missing=np.nan)
+        best = {"quadrature": 0.0, "treeshap": 0.0, "xgboost": 0.0, "shap": 0.0}
+        for _ in range(REPS):
+            for algorithm in ("quadrature", "treeshap"):
+                n, t, got = ours(cur, name, table, algorithm)
+                assert n == rows * outputs, (name, n)
+                best[algorithm] = max(best[algorithm], rows / t)
+            t0 = time.perf_counter()
+            ref = booster.predict(dm, pred_contribs=True).reshape(rows, outputs, features + 1)
+            best["xgboost"] = max(best["xgboost"], rows / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            explainer.shap_values(X, check_additivity=False)
+            best["shap"] = max(best["shap"], rows / (time.perf_counter() - t0))
+        cur.execute("SET treeshap.algorithm = quadrature")
+        cur.execute(f"SELECT row_key, output, shap_values || base_value FROM treeshap.explain_shap_wide(%s, %s)",
+                    (name, f"SELECT * FROM {table} WHERE id < 200"))
+        worst = max(np.abs(np.array(v) - ref[i, k]).max() / max(1.0, abs(ref[i, k].sum()))
+                    for i, k, v in cur.fetchall())
+        rec = {"name": name, "rows": rows, "features": features, "outputs": outputs,
+               "xgboost_version": xgb.__version__, "shap_version": shap.__version__,
+               "rows_per_s": {k: round(v, 1) for k, v in best.items()},
+               "ours_over_xgboost": round(best["quadrature"] / best["xgboost"], 2),
+               "ours_over_shap": round(best["quadrature"] / best["shap"], 2),
+               "worst_deviation": worst}
+        assert worst <= 1e-5, rec
+        print(json.dumps(rec), flush=True)
+        records.append(rec)
+        cur.execute(f"DROP TABLE {table}, {table}_distinct")
+        cur.execute("SELECT treeshap.drop_model(%s)", (name,))
+    print("| model | rows | quadrature | `algorithm = treeshap` | XGBoost pred_contribs | shap TreeExplainer "
+          "| ours / XGBoost | ours / shap |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in records:
+        b = r["rows_per_s"]
+        print(f"| {r['name']} | {r['rows']} | {b['quadrature']:.0f} | {b['treeshap']:.0f} | {b['xgboost']:.0f} "
+              f"| {b['shap']:.0f} | {r['ours_over_xgboost']:.2f} | {r['ours_over_shap']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+/*
+ * ts_quad_lanes.c - quadrature SHAP of TS_QUAD_LANES rows at once (see
+ * ts_quad_lanes.h). Per path: the rows' one fractions (which rows satisfy
+ * each element) into lanes, then for each node the prefix and suffix
+ * products of ts_quad_path in every lane, then each live lane's shares
+ * added to its row. The lanes are GCC vector types; the same body is built
+ * for AVX-512, AVX2 (both with FMA) and plain x86-64, and the widest the CPU
+ * has is taken.
+ */
+#include "core/ts_quad_lanes.h"
+
+#include "core/ts_quadrature.h"
+#include "core/ts_shap_cpu.h"
+
+#include <string.h>
+
+
+/*
+ * The path's lanes, TS_QUAD_LANES doubles per element each: one fractions,
+ * factors, prefix products, sums. Plain doubles, read and written a lane at
+ * a time where rows differ and a vector at a time in the products.
+ */
+typedef struct LaneArrays
+{
+	double	   *o;
+	double	   *f;
+	double	   *pre;
+	double	   *f1;				/* the second node's factors and prefixes */
+	double	   *pre1;
+	double	   *sum;
+	double	   *nodes;			/* nodes and weights of long paths */
+} LaneArrays;
+
+/* Bit l set for each row l that can reach path p's leaf; its one fractions in o. */
+static inline __attribute__((always_inline)) uint32_t
+lane_fractions(const TsPathTable *pt, int64_t p, const float *x, int32_t nrows, double *o)
+{
+	int64_t		start = pt->path_start[p];
+	int32_t		d = (int32_t) (pt->path_start[p + 1] - start) - 1;
+	uint32_t	live = nrows >= 32 ? ~0u : (1u << nrows) - 1;
+
+	for (int32_t e = 1; e <= d; e++)
+	{
+		int64_t		g = start + e;
+		int32_t		j = pt->feature[g];
+		double	   *oe = o + (size_t) e * TS_QUAD_LANES;
+
+		for (int32_t l = 0; l < TS_QUAD_LANES; l++)
+		{
+			bool		sat = l < nrows && ts_paths_satisfied(pt, g, x[(size_t) l * pt->num_features + j]);
+
+			oe[l] = sat ? 1.0 : 0.0;
+			/* z = 0 and unsatisfied: every subset reaches the leaf with weight 0 */
+			if (!sat && pt->zero_fraction[g] == 0.0)
+				live &= ~(1u << l);
+		}
+	}
+	return live;
+}
+
+typedef void (*LanesFn) (const TsPathTable *pt, const float *x, int32_t nrows, double *phi,
+						 const LaneArrays *a);
+
+/*
+ * The block's evaluation (ts_quad_lanes_body.h) for each instruction set,
+ * each with vectors of its native width: GCC builds the wider ones under
+ * their target; other compilers build the plain one alone.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx2,fma")
+#define LANES_NAME lanes_avx512
+#define LANES_WIDTH 8
+#include "core/ts_quad_lanes_body.h"
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define LANES_NAME lanes_avx2
+#define LANES_WIDTH 4
+#include "core/ts_quad_lanes_body.h"
+#pragma GCC pop_options
+#define TS_LANES_WIDE 1
+#endif
+#define LANES_NAME lanes_plain
+#define LANES_WIDTH 2
+#include "core/ts_quad_lanes_body.h"
+
+/* The instruction sets, widest first. */
+static const struct
+{
+	const char *name;
+	LanesFn		fn;
+}			isas[] = {
+#ifdef TS_LANES_WIDE
+	{"avx512", lanes_avx512},
+	{"avx2", lanes_avx2},
+#endif
+	{"x86-64", lanes_plain}
+};
+
+static int	isa_chosen = -1;
+
+/* Whether this CPU runs instruction set i. */
+static bool
+cpu_has(int i)
+{
+#ifdef TS_LANES_WIDE
+	__builtin_cpu_init();
+	if (strcmp(isas[i].name, "avx512") == 0)
+		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+			__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	if (strcmp(isas[i].name, "avx2") == 0)
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+	return true;
+}
+
+const char *
+ts_quad_lanes_isa(const char *force)
+{
+	int			n = (int) (sizeof(isas) / sizeof(isas[0]));
+	int			chosen = n - 1;
+
+	for (int i = n - 1; i >= 0; i--)
+		if (force != NULL ? strcmp(isas[i].name, force) == 0 && cpu_has(i) : cpu_has(i))
+			chosen = i;
+	if (force != NULL && strcmp(isas[chosen].name, force) != 0)
+		return NULL;
+	__atomic_store_n(&isa_chosen, chosen, __ATOMIC_RELAXED);
+	return isas[chosen].name;
+}
+
+size_t
+ts_quad_rows_scratch_len(const TsPathTable *pt)
+{
+	size_t		len = (size_t) pt->max_path_len + 1;
+
+	/* six lane arrays and the nodes of long paths */
+	return 6 * len * TS_QUAD_LANES + 2 * (len / 2 + 1);
+}
+
+void
+ts_quad_rows(const TsPathTable *pt, const float *x, int32_t nrows, double *phi, double *scratch)
+{
+	size_t		len = (size_t) pt->max_path_len + 1;
+	size_t		width = (size_t) pt->num_features + 1;
+	LaneArrays	a;
+	int			isa = __atomic_load_n(&isa_chosen, __ATOMIC_RELAXED);
+
+	if (isa < 0)
+	{
+		(void) ts_quad_lanes_isa(NULL);
+		isa = __atomic_load_n(&isa_chosen, __ATOMIC_RELAXED);
+	}
+	a.o = scratch;
+	a.f = a.o + len * TS_QUAD_LANES;
+	a.pre = a.f + len * TS_QUAD_LANES;
+	a.f1 = a.pre + len * TS_QUAD_LANES;
+	a.pre1 = a.f1 + len * TS_QUAD_LANES;
+	a.sum = a.pre1 + len * TS_QUAD_LANES;
+	a.nodes = a.sum + len * TS_QUAD_LANES;
+	memset(phi, 0, sizeof(double) * (size_t) nrows * pt->num_outputs * width);
+	isas[isa].fn(pt, x, nrows, phi, &a);
+	for (int32_t l = 0; l < nrows; l++)
+		for (int32_t k = 0; k < pt->num_outputs; k++)
+			phi[((size_t) l * pt->num_outputs + k) * width + width - 1] = pt->bias[k];
+}
