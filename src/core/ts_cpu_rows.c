@@ -99,7 +99,8 @@ top_features_row(const TsCpuRows *r, const float *x, double *out, double *scratc
 }
 
 /*
- * Rows [first, first + count) in blocks of TS_QUAD_LANES: their
+ * Blocks [first, first + count) of TS_QUAD_LANES rows each (the pool hands
+ * out blocks in lanes, so only the run's last block is short): their
  * contributions, or their top features from the block's contributions.
  */
 static void
@@ -108,10 +109,11 @@ lanes_task(const TsCpuRows *r, int64_t first, int64_t count, double *scratch)
 	size_t		nf = (size_t) r->model->num_features;
 	size_t		width = ts_cpu_rows_width(r);
 	size_t		row_width = shap_width(r);
+	int64_t		end = (first + count) * TS_QUAD_LANES < r->nrows ? (first + count) * TS_QUAD_LANES : r->nrows;
 
-	for (int64_t i = first; i < first + count; i += TS_QUAD_LANES)
+	for (int64_t i = first * TS_QUAD_LANES; i < end; i += TS_QUAD_LANES)
 	{
-		int32_t		n = (int32_t) (first + count - i < TS_QUAD_LANES ? first + count - i : TS_QUAD_LANES);
+		int32_t		n = (int32_t) (end - i < TS_QUAD_LANES ? end - i : TS_QUAD_LANES);
 
 		if (r->kind == TS_ROWS_SHAP)
 		{
@@ -175,18 +177,30 @@ chunk_rows(int64_t nrows, int threads)
 	return chunk > 0 ? chunk : 1;
 }
 
+/* The pool's units of work: rows, or blocks of TS_QUAD_LANES rows in lanes (a row's lanes then never depend on the chunks). */
+static int64_t
+pool_units(TsCpuRows *r, int64_t nrows)
+{
+	r->nrows = nrows;
+	return in_lanes(r) ? (nrows + TS_QUAD_LANES - 1) / TS_QUAD_LANES : nrows;
+}
+
 bool
 ts_cpu_rows_run(TsCpuRows *r, TsRowPool *pool, int64_t nrows, TsStopRequested stop_requested)
 {
+	int64_t		units = pool_units(r, nrows);
+
 	if (ts_row_pool_threads(pool) > r->threads)
 		pool = NULL;
-	return ts_row_pool_run(pool, nrows, chunk_rows(nrows, ts_row_pool_threads(pool)), rows_task, r,
+	return ts_row_pool_run(pool, units, chunk_rows(units, ts_row_pool_threads(pool)), rows_task, r,
 						   stop_requested);
 }
 
 void
 ts_cpu_rows_start(TsCpuRows *r, TsRowPool *pool, int64_t nrows, TsStopRequested stop_requested)
 {
-	ts_row_pool_start(pool, nrows, chunk_rows(nrows, ts_row_pool_threads(pool)), rows_task, r,
+	int64_t		units = pool_units(r, nrows);
+
+	ts_row_pool_start(pool, units, chunk_rows(units, ts_row_pool_threads(pool)), rows_task, r,
 					  stop_requested);
 }

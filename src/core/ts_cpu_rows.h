@@ -43,6 +43,7 @@ typedef struct TsCpuRows
 	double	   *scratch;		/* per thread: scratch_len doubles each */
 	size_t		scratch_len;
 	/* the current run */
+	int64_t		nrows;			/* set by ts_cpu_rows_run and ts_cpu_rows_start */
 	const float *x;				/* rows x features */
 	double	   *out;			/* rows x ts_cpu_rows_width() */
 } TsCpuRows;

@@ -104,6 +104,7 @@ static int	isa_chosen = -1;
 static bool
 cpu_has(int i)
 {
+	(void) i;
 #ifdef TS_LANES_WIDE
 	__builtin_cpu_init();
 	if (strcmp(isas[i].name, "avx512") == 0)

@@ -10,6 +10,7 @@
 #include "core/ts_shap_cpu.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 /* Nodes of up to this many points are computed once and kept (paths of 128 features). */
@@ -17,7 +18,7 @@
 
 static double quad_x[TS_QUAD_CACHED * (TS_QUAD_CACHED + 1) / 2];
 static double quad_w[TS_QUAD_CACHED * (TS_QUAD_CACHED + 1) / 2];
-static bool quad_ready[TS_QUAD_CACHED + 1];
+static pthread_once_t quad_once = PTHREAD_ONCE_INIT;
 
 /* Legendre polynomial P_n(x) and its derivative, by the three-term recurrence. */
 static void
@@ -63,6 +64,14 @@ ts_gauss_legendre(int32_t n, double *x, double *w)
 	}
 }
 
+/* Every kept set of nodes, once per process (threads of a row pool may ask first at once). */
+static void
+fill_kept_nodes(void)
+{
+	for (int32_t n = 1; n <= TS_QUAD_CACHED; n++)
+		ts_gauss_legendre(n, quad_x + (size_t) n * (n - 1) / 2, quad_w + (size_t) n * (n - 1) / 2);
+}
+
 /* Nodes and weights for n points: the kept ones, or computed into scratch (2 n doubles). */
 void
 ts_quad_nodes(int32_t n, const double **x, const double **w, double *scratch)
@@ -71,11 +80,7 @@ ts_quad_nodes(int32_t n, const double **x, const double **w, double *scratch)
 	{
 		size_t		off = (size_t) n * (n - 1) / 2;
 
-		if (!quad_ready[n])
-		{
-			ts_gauss_legendre(n, quad_x + off, quad_w + off);
-			quad_ready[n] = true;
-		}
+		pthread_once(&quad_once, fill_kept_nodes);
 		*x = quad_x + off;
 		*w = quad_w + off;
 		return;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The block evaluation of quadrature SHAP (src/core/ts_quad_lanes.c: rows in
 vector lanes) against the per-row one (ts_quad_path), on every fixture with
-rows, under AddressSanitizer (test/core/build/ts_cli_asan): on the plain
+rows, under AddressSanitizer (test/core/build/ts_cli_asan, -O1) and in the
+optimised build (test/core/build/ts_cli, -O2): on the plain
 x86-64 instruction set bit for bit (the lanes do the per-row operations in
 the same order), on AVX2 and AVX-512 (which fuse multiply-adds) within 1e-12
 relative to max(1, |value|), each where this CPU runs it. Rows go in
@@ -17,11 +18,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from layout_check import CLI, FIXTURES, feature_lines, model_of  # noqa: E402
 
 ISAS = ["x86-64", "avx2", "avx512"]
+# the sanitised build (-O1), and the optimised one (-O2: where the compiler fuses multiply-adds)
+CLIS = [CLI, os.path.join(os.path.dirname(CLI), "ts_cli")]
 
 
-def contribs(model, csv_path, algorithm):
+def contribs(model, csv_path, algorithm, cli):
     """The rows' contributions, or None when the CLI refuses the algorithm (exit 2: no such ISA here)."""
-    res = subprocess.run([CLI, "contribs", model, csv_path, algorithm], capture_output=True, text=True)
+    res = subprocess.run([cli, "contribs", model, csv_path, algorithm], capture_output=True, text=True)
     if res.returncode == 2:
         return None
     if res.returncode != 0 or "Sanitizer" in res.stderr or "runtime error" in res.stderr:
@@ -35,19 +38,21 @@ def check(name, ran):
         rows = list(feature_lines(os.path.join(FIXTURES, name + ".data.csv")))
         tmp.write("\n".join(rows + rows[:5]) + "\n")     # a last block of 5 rows, whatever the count
     try:
-        want = contribs(model, tmp.name, "quadrature")
         ok = True
-        for isa in ISAS:
-            got = contribs(model, tmp.name, "lanes:" + isa)
-            if got is None:
-                continue
-            ran.add(isa)
-            worst = max(abs(a - b) / max(1.0, abs(b)) for g, w in zip(got, want) for a, b in zip(g, w))
-            bound = 0.0 if isa == "x86-64" else 1e-12
-            good = len(got) == len(want) and worst <= bound
-            ok &= good
-            if not good:
-                print(f"BAD {name} lanes:{isa}: {len(got)} rows of {len(want)}, worst deviation {worst:.3g} > {bound}")
+        for cli in CLIS:
+            want = contribs(model, tmp.name, "quadrature", cli)
+            for isa in ISAS:
+                got = contribs(model, tmp.name, "lanes:" + isa, cli)
+                if got is None:
+                    continue
+                ran.add(isa)
+                worst = max(abs(a - b) / max(1.0, abs(b)) for g, w in zip(got, want) for a, b in zip(g, w))
+                bound = 0.0 if isa == "x86-64" else 1e-12
+                good = len(got) == len(want) and worst <= bound
+                ok &= good
+                if not good:
+                    print(f"BAD {name} lanes:{isa} ({os.path.basename(cli)}): {len(got)} rows of {len(want)}, "
+                          f"worst deviation {worst:.3g} > {bound}")
     finally:
         os.unlink(tmp.name)
     return ok
