@@ -14,7 +14,6 @@
 
 #include <string.h>
 
-
 /*
  * The path's lanes, TS_QUAD_LANES doubles per element each: one fractions,
  * factors, prefix products, sums. Plain doubles, read and written a lane at
@@ -98,6 +97,7 @@ static const struct
 	{"x86-64", lanes_plain}
 };
 
+/* Index into isas of the set in use; -1 until the first block chooses. */
 static int	isa_chosen = -1;
 
 /* Whether this CPU runs instruction set i. */
@@ -116,6 +116,7 @@ cpu_has(int i)
 	return true;
 }
 
+/* Choose the widest instruction set the CPU runs, or the one forced by name; its name, NULL if unavailable. */
 const char *
 ts_quad_lanes_isa(const char *force)
 {
@@ -131,6 +132,7 @@ ts_quad_lanes_isa(const char *force)
 	return isas[chosen].name;
 }
 
+/* Scratch doubles of one block. */
 size_t
 ts_quad_rows_scratch_len(const TsPathTable *pt)
 {
@@ -140,6 +142,7 @@ ts_quad_rows_scratch_len(const TsPathTable *pt)
 	return 6 * len * TS_QUAD_LANES + 2 * (len / 2 + 1);
 }
 
+/* A block's contributions, bias included, on the chosen instruction set. */
 void
 ts_quad_rows(const TsPathTable *pt, const float *x, int32_t nrows, double *phi, double *scratch)
 {
