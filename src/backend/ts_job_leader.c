@@ -54,16 +54,6 @@ stop_workers(void)
 		TerminateBackgroundWorker(running[i]);
 }
 
-/* A leader terminated mid-run (FATAL passes every PG_CATCH) still stops its workers. */
-static void
-stop_workers_at_exit(int code, Datum arg)
-{
-	(void) code;
-	(void) arg;
-	stop_workers();
-	nrunning = 0;
-}
-
 /* Wait, up to a bound and deaf to interrupts, for every worker to end. */
 static void
 wait_workers_gone(void)
@@ -81,6 +71,22 @@ wait_workers_gone(void)
 		pg_usleep(10 * 1000L);
 	}
 	RESUME_INTERRUPTS();
+}
+
+/*
+ * A leader terminated mid-run (FATAL passes every PG_CATCH) still stops its
+ * workers, and waits for them as an ERROR does: a worker's range may be
+ * committing, and its session's end is when a client may read what the run
+ * left (which a rerun then completes, test/jobs_check.py).
+ */
+static void
+stop_workers_at_exit(int code, Datum arg)
+{
+	(void) code;
+	(void) arg;
+	stop_workers();
+	wait_workers_gone();
+	nrunning = 0;
 }
 
 /* The bytes of the segment: the slots, the leader's settings, the run's arguments. */
