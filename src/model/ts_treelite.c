@@ -107,11 +107,20 @@ take_string(TlReader *r, char *dst, size_t size)
 	return true;
 }
 
-/* Element i of an array of int32, uint64, double, or of float or double by size. */
+/* Element i of an array of int32, uint32, uint64, or of float or double by size. */
 static int32_t
 get_i32(const TlArray *a, uint64_t i)
 {
 	int32_t		v;
+
+	memcpy(&v, a->at + i * sizeof(v), sizeof(v));
+	return v;
+}
+
+static uint32_t
+get_u32(const TlArray *a, uint64_t i)
+{
+	uint32_t	v;
 
 	memcpy(&v, a->at + i * sizeof(v), sizeof(v));
 	return v;
@@ -433,9 +442,8 @@ fill_categorical(TsModel *m, const TlHeader *h, const TlTree *tr, int32_t i, int
 		return ts_fail(err, TS_ERR_INVALID, "node %d has a category list outside its tree's", i);
 	for (uint64_t c = b; c < e; c++)
 	{
-		uint32_t	v;
+		uint32_t	v = get_u32(&tr->cat_list, c);
 
-		memcpy(&v, tr->cat_list.at + c * 4, 4);
 		if (v >= TS_MAX_CATEGORIES)
 			return ts_fail(err, TS_ERR_LIMIT, "node %d lists category %u", i, v);
 		if (v + 1 > nbits)
@@ -454,9 +462,8 @@ fill_categorical(TsModel *m, const TlHeader *h, const TlTree *tr, int32_t i, int
 	}
 	for (uint64_t c = b; c < e; c++)
 	{
-		uint32_t	v;
+		uint32_t	v = get_u32(&tr->cat_list, c);
 
-		memcpy(&v, tr->cat_list.at + c * 4, 4);
 		if (listed_right)
 			m->cat_pool[set + 2 + v / 32] &= ~(1u << (v % 32));
 		else
