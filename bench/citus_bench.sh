@@ -3,13 +3,17 @@
 # two, on this machine (test/citus_cluster.sh): each worker node pinned to its
 # own share of the cores (half of them; taskset), the coordinator unpinned,
 # treeshap.device = cpu unless TS_BENCH_DEVICE says otherwise (gpu: the nodes
-# share the machine's GPUs); TS_BENCH_CONF adds settings to every node. The
+# share the machine's GPUs, or with TS_BENCH_GPUS="0 1" worker node i has the
+# i-th GPU to itself); TS_BENCH_CONF adds settings to every node. The
 # table: NAME's rows from WORK (NAME.csv, NAME.json, as bench/fetch_inputs.sh
 # writes them) repeated to ROWS rows (default 2,000,000), distributed by its
 # key. Each run checks every row is explained and that a sample of 1 row in
-# 1,000 holds what explain_shap_wide computes on the coordinator, bit for bit.
-# Prints one JSON record per run, then two nodes' rate over one node's,
-# measured in one run.
+# 1,000 holds what explain_shap_wide computes on the coordinator, bit for bit,
+# and that the two runs' targets hold the same values (an order-free checksum
+# of every row's text). Prints one JSON record per run, then two nodes' rate
+# over one node's, measured in one run. TS_BENCH_WAITS=1 also samples, every
+# 10 ms during the run, what each worker node's sessions wait on (CPU when
+# nothing), per kind of backend, and adds the counts to the records.
 #   bash bench/citus_bench.sh WORK NAME [ROWS]
 set -u
 cd "$(dirname "$0")/.."
@@ -20,6 +24,7 @@ half=$((cores / 2))
 shares=("0-$((half - 1))" "$half-$((cores - 1))")
 features=$(python3 -c "import json; print(json.load(open('$work/$name.json'))['learner']['learner_model_param']['num_feature'])")
 TS_CITUS_LABEL=citus-bench
+TS_CITUS_GPUS=${TS_BENCH_GPUS:-}
 # (jit off: a server built with LLVM may lack its library, and JIT is noise here)
 TS_CITUS_CONF="treeshap.device = $device
 jit = off
@@ -28,9 +33,26 @@ ${TS_BENCH_CONF:-}"
 cols=$(for j in $(seq 0 $((features - 1))); do printf ', f%d real' "$j"; done)
 picks=$(for j in $(seq 0 $((features - 1))); do printf ', b.f%d' "$j"; done)
 
+# what a worker node's backends wait on, sampled for about 5 s: a NOTICE with
+# the counts by backend type and wait event
+sampler="DO \$\$DECLARE r record; acc jsonb := '{}'; BEGIN
+  FOR i IN 1..500 LOOP
+    PERFORM pg_stat_clear_snapshot();
+    FOR r IN SELECT backend_type || ' ' || coalesce(wait_event_type || ':' || wait_event, 'CPU') AS k, count(*) AS c
+               FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'
+                AND backend_type NOT IN ('checkpointer', 'background writer', 'walwriter', 'autovacuum launcher',
+                                         'logical replication launcher', 'archiver')
+              GROUP BY 1 LOOP
+      acc := jsonb_set(acc, ARRAY[r.k], to_jsonb(coalesce((acc ->> r.k)::integer, 0) + r.c));
+    END LOOP;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+  RAISE NOTICE '%', acc;
+END\$\$"
+
 # run N: explain_into with N worker nodes; its JSON record in $base/run-N.json
 run() {
-  local n=$1 t0 t1 done sample
+  local n=$1 t0 t1 done sample checksum spans
   citus_cluster_up "$n" "${shares[@]:0:$n}" >/dev/null
   on "$port0" >/dev/null <<EOF || { echo "citus-bench: FAIL (setup)"; exit 1; }
 SELECT 1 FROM treeshap.load_model('$name', pg_read_binary_file('$work/$name.json'));
@@ -42,11 +64,19 @@ INSERT INTO src SELECT b.id + k * (SELECT count(*) FROM base) AS id$picks
   FROM base b, generate_series(0, $rows / (SELECT count(*) FROM base) - 1) k;
 VACUUM ANALYZE src;
 EOF
+  [ "${TS_BENCH_WAITS:-0}" = 1 ] && for i in $(seq "$n"); do
+    on "$((port0 + i))" -c "$sampler" >"$base/waits-$n-$i.txt" 2>&1 &
+  done
   t0=$(date +%s.%N)
   on "$port0" -c "CALL treeshap.explain_into('$name', 'src', 'explained')" >/dev/null \
     || { echo "citus-bench: FAIL (explain_into)"; exit 1; }
   t1=$(date +%s.%N)
   done=$(on "$port0" -At -c "SELECT rows_done FROM treeshap.jobs WHERE target = 'public.explained'")
+  # each node's shard jobs: when the first began, the last ended, and how long one took
+  spans=$(on "$port0" -At -c "SELECT string_agg(r.result, ' ' ORDER BY r.nodeport)
+      FROM run_command_on_workers(\$\$SELECT concat_ws(',', extract(epoch FROM min(started_at)),
+             extract(epoch FROM max(finished_at)), extract(epoch FROM avg(finished_at - started_at)),
+             extract(epoch FROM max(finished_at - started_at))) FROM treeshap.job_store\$\$) r")
   sample=$(on "$port0" -At -c "SELECT NOT EXISTS (
       (SELECT row_key, output, base_value, shap_values FROM explained WHERE row_key % 1000 = 7
        EXCEPT ALL SELECT row_key, output, base_value, shap_values
@@ -55,13 +85,23 @@ EOF
       (SELECT row_key, output, base_value, shap_values
          FROM treeshap.explain_shap_wide('$name', 'SELECT * FROM src WHERE id % 1000 = 7')
        EXCEPT ALL SELECT row_key, output, base_value, shap_values FROM explained WHERE row_key % 1000 = 7))")
+  checksum=$(on "$port0" -At -c "SELECT sum(hashtextextended(
+      concat_ws(' ', row_key, output, base_value, shap_values), 0)::numeric) FROM explained")
+  wait
   citus_cluster_down
   python3 -c "
 import json, sys
 n, rows, done, t, sample = $n, $rows, int('$done' or 0), $t1 - $t0, '$sample' == 't'
 print(json.dumps({'kind': 'citus_explain_into', 'name': '$name', 'device': '$device', 'rows': rows,
-                  'worker_nodes': n, 'cores': $cores, 'cores_per_node': $half, 'seconds': round(t, 3),
-                  'rows_per_s': round(rows / t), 'every_row': done == rows, 'sample_equal': sample}))" \
+                  'worker_nodes': n, 'cores': $cores, 'cores_per_node': $half,
+                  'gpus': '${TS_CITUS_GPUS}'.split()[:n], 'seconds': round(t, 3),
+                  'rows_per_s': round(rows / t), 'every_row': done == rows, 'sample_equal': sample,
+                  'checksum': '$checksum',
+                  'nodes': [dict(zip(('first_shard_s', 'last_shard_end_s', 'mean_shard_s', 'max_shard_s'),
+                                     (round(float(v) - ($t0 if i < 2 else 0), 3) for i, v in enumerate(s.split(',')))))
+                            for s in '$spans'.split()],
+                  'waits': [json.loads(open(f).read().split('NOTICE:  ', 1)[1]) for f in
+                            sorted(__import__('glob').glob('$base/waits-$n-*.txt'))]}))" \
     > "$base/run-$n.json"
 }
 
@@ -72,7 +112,8 @@ cat "$base/run-2.json"
 python3 -c "
 import json
 one, two = (json.load(open('$base/run-%d.json' % n)) for n in (1, 2))
-ok = all(r['every_row'] and r['sample_equal'] for r in (one, two))
+ok = all(r['every_row'] and r['sample_equal'] for r in (one, two)) and one['checksum'] == two['checksum']
 print(f\"two worker nodes / one: {two['rows_per_s'] / one['rows_per_s']:.2f} \"
       f\"({one['rows_per_s']} -> {two['rows_per_s']} rows/s, {one['cores_per_node']} cores a node, \"
-      f\"device {one['device']}); every row explained and sample equal: {'yes' if ok else 'NO'}\")"
+      f\"device {one['device']}{', a GPU a node' if two['gpus'] else ''}); every row explained, \"
+      f\"sample and checksums equal: {'yes' if ok else 'NO'}\")"

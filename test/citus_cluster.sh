@@ -2,7 +2,10 @@
 # bench/citus_bench.sh: a coordinator and workers, each a cluster of the
 # PostgreSQL that PG_CONFIG names preloading citus and pg_treeshap (Citus built
 # first when it is not installed: test/citus_build.sh), node i on
-# 127.0.0.1:port0+i (Citus's nodes reach each other over TCP). Defines on,
+# 127.0.0.1:port0+i (Citus's nodes reach each other over TCP); with
+# TS_CITUS_GPUS (a list, e.g. "0 1"), worker i's server sees only the i-th GPU
+# (CUDA_VISIBLE_DEVICES in its environment), so each node's GPU service has its
+# own card. Defines on,
 # start_node, citus_cluster_up, citus_cluster_down and stop_all (trapped at
 # exit), and base, port0, nodes, PGBIN; callers set TS_CITUS_LABEL (their name
 # in messages) first.
@@ -42,11 +45,13 @@ trap stop_all EXIT
 export PGHOST=$base PGUSER=postgres PGDATABASE=postgres
 on() { local p=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -p "$p" "$@"; }
 
-# start_node NAME I [CPUS]: initdb and start node I, pinned to the CPU list
-# CPUS (taskset) when given; TS_CITUS_CONF is added to its configuration
+# start_node NAME I [CPUS [GPU]]: initdb and start node I, pinned to the CPU
+# list CPUS (taskset) when given and seeing only GPU when given; TS_CITUS_CONF
+# is added to its configuration
 start_node() {
   local pin=()
   [ -n "${3:-}" ] && pin=(taskset -c "$3")
+  [ -n "${4:-}" ] && pin=(env CUDA_VISIBLE_DEVICES="$4" "${pin[@]}")
   as_owner "$PGBIN/initdb" -D "$base/$1" -A trust -U postgres >"$base/$1.initdb.log" 2>&1 \
     || { cat "$base/$1.initdb.log"; echo "$TS_CITUS_LABEL: FAIL (initdb)"; exit 1; }
   cat >>"$base/$1/postgresql.auto.conf" <<EOF
@@ -63,15 +68,16 @@ EOF
 }
 
 # citus_cluster_up N [CPUS...]: a coordinator and N workers, worker i pinned to
-# the i-th CPU list when given, then pg_treeshap created on the coordinator
-# (Citus creates it on the workers)
+# the i-th CPU list when given (and to the i-th GPU of TS_CITUS_GPUS), then
+# pg_treeshap created on the coordinator (Citus creates it on the workers)
 citus_cluster_up() {
-  local n=$1 i
+  local n=$1 i gpus
+  read -r -a gpus <<<"${TS_CITUS_GPUS:-}"
   shift
   start_node coordinator 0
   on "$port0" -c "SELECT citus_set_coordinator_host('127.0.0.1', $port0)" >/dev/null || exit 1
   for i in $(seq "$n"); do
-    start_node "worker$i" "$i" "${1:-}"
+    start_node "worker$i" "$i" "${1:-}" "${gpus[$((i - 1))]:-}"
     [ $# -gt 0 ] && shift
     on "$port0" -c "SELECT citus_add_node('127.0.0.1', $((port0 + i)))" >/dev/null \
       || { echo "$TS_CITUS_LABEL: FAIL (adding worker $i)"; exit 1; }
