@@ -8,11 +8,17 @@ measured in this run.
 
 WORK_DIR holds NAME.json, NAME.csv and NAME.rows.f32 (bench/grid.py writes
 them: 10,000 rows of the data set), LIB_DIR XGBoost's library (bench/xgb_capi.py).
-SHAP runs over those rows, predict over TS_BENCH_ROWS (default 1,000,000)
-rows repeating them, in a heap table. Each rate is the best of two runs,
-alternating 1 thread and all; the two thread counts' checksums must be equal
-bit for bit. Prints one JSON record per model, then a table of the ratios:
-scaling = (rate on all threads) / (threads x rate on 1 thread).
+SHAP runs over those rows with 1 thread; over as many rows per thread with
+all (the first rows of the table, which repeats them), so that each
+statement takes about as long; and in as many sessions as cores at once, 1
+thread each, over those rows (what the machine gives independent work on
+every core: its clocks and memory under full load). predict runs over
+TS_BENCH_ROWS (default 1,000,000) rows repeating them, in a heap table. Each
+rate is the best of two runs, alternating 1 thread and all; the two thread
+counts' checksums over the same rows must be equal bit for bit. LIB_DIR may
+name a library file instead (a wheel's xgboost/lib/libxgboost.so). Prints one
+JSON record per model, then a table of the ratios: scaling = (rate on all
+threads or sessions) / (cores x rate on 1 thread).
 """
 import json
 import os
@@ -50,6 +56,39 @@ def best_of(cur, sql_by_threads, rows):
     return rates, results
 
 
+def sessions_rate(shap_sql, sessions, rows):
+    """rows/s of `sessions` sessions at once, each explaining `rows` rows on 1 thread: what
+    the machine gives independent single-threaded work on every core (its clocks and
+    memory under full load), the yardstick for the threads' scaling."""
+    import threading
+    conns = [connect("cpu") for _ in range(sessions)]
+    for c in conns:
+        with c.cursor() as cur:
+            cur.execute("SET treeshap.cpu_threads = 1")
+            cur.execute(shap_sql(10))  # the session reads the model once
+    best = 0.0
+    for _ in range(REPS):
+        start = threading.Barrier(sessions + 1)
+
+        def one(c):
+            start.wait()
+            with c.cursor() as cur:
+                cur.execute(shap_sql(rows))
+                cur.fetchone()
+
+        workers = [threading.Thread(target=one, args=(c,)) for c in conns]
+        for w in workers:
+            w.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for w in workers:
+            w.join()
+        best = max(best, sessions * rows / (time.perf_counter() - t0))
+    for c in conns:
+        c.close()
+    return best
+
+
 def xgb_contribs_rate(xgb, work, name, features, rows):
     """XGBoost's pred_contribs on all cores over the same rows (rows/s, best of REPS)."""
     x = np.fromfile(os.path.join(work, name + ".rows.f32"), dtype=np.float32).reshape(-1, features)[:rows]
@@ -73,18 +112,32 @@ def measure(xgb, work, name, predict_rows):
     distinct = load(conn, work, name, table, features, predict_rows)
     cores = os.cpu_count()
     with conn.cursor() as cur:
-        shap_sql = (f"SELECT count(*), sum(shap_values[1 + (row_key % {features})::int] + base_value) "
-                    f"FROM treeshap.explain_shap_wide('{name}', 'SELECT * FROM {table} WHERE id < {distinct}')")
+        def shap_sql(rows):
+            return (f"SELECT count(*), sum(shap_values[1 + (row_key % {features})::int] + base_value) "
+                    f"FROM treeshap.explain_shap_wide('{name}', 'SELECT * FROM {table} WHERE id < {rows}')")
+        all_rows = min(predict_rows, cores * distinct)
         pred_sql = f"SELECT count(*), sum(margin) FROM treeshap.predict('{name}', 'SELECT * FROM {table}')"
-        cur.execute(shap_sql.replace(f"id < {distinct}", "id < 10"))  # the session reads the model once
-        shap, shap_res = best_of(cur, {1: shap_sql, cores: shap_sql}, distinct)
+        cur.execute(shap_sql(10))  # the session reads the model once
+        shap = {}
+        for _ in range(REPS):
+            for threads, rows in ((1, distinct), (cores, all_rows)):
+                cur.execute(f"SET treeshap.cpu_threads = {threads}")
+                seconds, _row = timed(cur, shap_sql(rows))
+                shap[threads] = max(shap.get(threads, 0.0), rows / seconds)
+        shap_res = {threads: set() for threads in (1, cores)}
+        for threads in (1, cores):  # the same rows on both, for the bitwise check
+            cur.execute(f"SET treeshap.cpu_threads = {threads}")
+            shap_res[threads].add(timed(cur, shap_sql(distinct))[1])
         pred, pred_res = best_of(cur, {1: pred_sql, cores: pred_sql}, predict_rows)
     conn.close()
+    sessions = sessions_rate(shap_sql, cores, distinct)
     same = all(len(set().union(*r.values())) == 1 for r in (shap_res, pred_res))
     xgb_rate = xgb_contribs_rate(xgb, work, name, features, distinct)
     return {"kind": "cpu_threads", "name": name, "cores": cores, "outputs": outputs,
-            "shap_rows": distinct, "predict_rows": predict_rows,
+            "shap_rows_1": distinct, "shap_rows_all": all_rows, "predict_rows": predict_rows,
             "shap_1": shap[1], "shap_all": shap[cores], "shap_scaling": shap[cores] / (cores * shap[1]),
+            "sessions_all": sessions, "sessions_scaling": sessions / (cores * shap[1]),
+            "threads_over_sessions": shap[cores] / sessions,
             "predict_1": pred[1], "predict_all": pred[cores],
             "predict_scaling": pred[cores] / (cores * pred[1]),
             "xgboost_version": xgb.version, "xgboost_contribs_all": xgb_rate,
@@ -102,11 +155,13 @@ def main():
         print(json.dumps(rec), flush=True)
         recs.append(rec)
     print(f"\n{os.cpu_count()} cores; rows/s through SQL, one session; XGBoost {xgb.version} on all cores")
-    print("| model | SHAP 1 thread | SHAP all | scaling | XGBoost pred_contribs | ours / XGBoost "
+    print("| model | SHAP 1 thread | SHAP all | scaling | sessions x 1 thread | their scaling "
+          "| XGBoost pred_contribs | ours / XGBoost "
           "| predict 1 thread | predict all | scaling | bitwise equal |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in recs:
         print(f"| {r['name']} | {r['shap_1']:.0f} | {r['shap_all']:.0f} | {r['shap_scaling']:.2f} "
+              f"| {r['sessions_all']:.0f} | {r['sessions_scaling']:.2f} "
               f"| {r['xgboost_contribs_all']:.0f} | {r['shap_all_over_xgboost']:.2f} "
               f"| {r['predict_1']:.0f} | {r['predict_all']:.0f} | {r['predict_scaling']:.2f} "
               f"| {'yes' if r['bitwise_equal'] else 'NO'} |")

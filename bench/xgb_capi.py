@@ -73,7 +73,10 @@ class XGBoostLib:
 
 
 def open_library(libdir):
-    """Load libdmlc then libxgboost from libdir (decompressed there if needed)."""
+    """Load libdmlc then libxgboost from libdir (decompressed there if needed), or
+    the library that libdir names (a wheel's xgboost/lib/libxgboost.so)."""
+    if libdir.endswith(".so"):
+        return XGBoostLib(libdir)
     for name in ("libdmlc.so.0", "libxgboost.so.0"):
         path = os.path.join(libdir, name)
         if not os.path.exists(path):
