@@ -12,8 +12,9 @@
 # and that the two runs' targets hold the same values (an order-free checksum
 # of every row's text). Prints one JSON record per run, then two nodes' rate
 # over one node's, measured in one run. TS_BENCH_WAITS=1 also samples, every
-# 10 ms during the run, what each worker node's sessions wait on (CPU when
-# nothing), per kind of backend, and adds the counts to the records.
+# 10 ms while a worker node runs shards, what its sessions wait on (CPU when
+# nothing), per kind of backend, and, where nvidia-smi is, every GPU's
+# utilization during the call, and adds both to the records.
 #   bash bench/citus_bench.sh WORK NAME [ROWS]
 set -u
 cd "$(dirname "$0")/.."
@@ -33,18 +34,29 @@ ${TS_BENCH_CONF:-}"
 cols=$(for j in $(seq 0 $((features - 1))); do printf ', f%d real' "$j"; done)
 picks=$(for j in $(seq 0 $((features - 1))); do printf ', b.f%d' "$j"; done)
 
-# what a worker node's backends wait on, sampled for about 5 s: a NOTICE with
-# the counts by backend type and wait event
-sampler="DO \$\$DECLARE r record; acc jsonb := '{}'; BEGIN
-  FOR i IN 1..500 LOOP
+# what a worker node's backends wait on while it runs shards of the job (a
+# sample counts while a shard's CALL is active; sampling ends once they have
+# been gone 0.1 s, or after 30 s): a NOTICE with the counts by backend type and
+# wait event, and the samples counted in "samples"
+sampler="DO \$\$DECLARE r record; acc jsonb := '{\"samples\": 0}'; seen boolean := false; quiet integer := 0;
+BEGIN
+  FOR i IN 1..3000 LOOP
     PERFORM pg_stat_clear_snapshot();
-    FOR r IN SELECT backend_type || ' ' || coalesce(wait_event_type || ':' || wait_event, 'CPU') AS k, count(*) AS c
-               FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'
-                AND backend_type NOT IN ('checkpointer', 'background writer', 'walwriter', 'autovacuum launcher',
-                                         'logical replication launcher', 'archiver')
-              GROUP BY 1 LOOP
-      acc := jsonb_set(acc, ARRAY[r.k], to_jsonb(coalesce((acc ->> r.k)::integer, 0) + r.c));
-    END LOOP;
+    IF EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'CALL treeshap._citus_shard_into(%' AND state = 'active') THEN
+      seen := true;
+      quiet := 0;
+      acc := jsonb_set(acc, '{samples}', to_jsonb((acc ->> 'samples')::integer + 1));
+      FOR r IN SELECT backend_type || ' ' || coalesce(wait_event_type || ':' || wait_event, 'CPU') AS k, count(*) AS c
+                 FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'
+                  AND backend_type NOT IN ('checkpointer', 'background writer', 'walwriter', 'autovacuum launcher',
+                                           'logical replication launcher', 'archiver')
+                GROUP BY 1 LOOP
+        acc := jsonb_set(acc, ARRAY[r.k], to_jsonb(coalesce((acc ->> r.k)::integer, 0) + r.c));
+      END LOOP;
+    ELSIF seen THEN
+      quiet := quiet + 1;
+      EXIT WHEN quiet >= 10;
+    END IF;
     PERFORM pg_sleep(0.01);
   END LOOP;
   RAISE NOTICE '%', acc;
@@ -64,13 +76,21 @@ INSERT INTO src SELECT b.id + k * (SELECT count(*) FROM base) AS id$picks
   FROM base b, generate_series(0, $rows / (SELECT count(*) FROM base) - 1) k;
 VACUUM ANALYZE src;
 EOF
-  [ "${TS_BENCH_WAITS:-0}" = 1 ] && for i in $(seq "$n"); do
-    on "$((port0 + i))" -c "$sampler" >"$base/waits-$n-$i.txt" 2>&1 &
-  done
+  local smi=""
+  if [ "${TS_BENCH_WAITS:-0}" = 1 ]; then
+    for i in $(seq "$n"); do
+      on "$((port0 + i))" -c "$sampler" >"$base/waits-$n-$i.txt" 2>&1 &
+    done
+    if command -v nvidia-smi >/dev/null; then
+      nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 100 >"$base/gpu-$n.txt" &
+      smi=$!
+    fi
+  fi
   t0=$(date +%s.%N)
   on "$port0" -c "CALL treeshap.explain_into('$name', 'src', 'explained')" >/dev/null \
     || { echo "citus-bench: FAIL (explain_into)"; exit 1; }
   t1=$(date +%s.%N)
+  [ -n "$smi" ] && kill "$smi"
   done=$(on "$port0" -At -c "SELECT rows_done FROM treeshap.jobs WHERE target = 'public.explained'")
   # each node's shard jobs: when the first began, the last ended, and how long one took
   spans=$(on "$port0" -At -c "SELECT string_agg(r.result, ' ' ORDER BY r.nodeport)
@@ -90,18 +110,36 @@ EOF
   wait
   citus_cluster_down
   python3 -c "
-import json, sys
+import glob, json, sys
+
+def waits(f):  # the sampler's NOTICE, or None where it failed
+    text = open(f).read()
+    return json.loads(text.split('NOTICE:  ', 1)[1]) if 'NOTICE:  ' in text else None
+
+def span(s):  # a node's shard spans from t0, or None where its answer was no numbers
+    try:
+        v = [float(x) for x in s.split(',')]
+    except ValueError:
+        return None
+    return dict(zip(('first_shard_s', 'last_shard_end_s', 'mean_shard_s', 'max_shard_s'),
+                    (round(x - ($t0 if i < 2 else 0), 3) for i, x in enumerate(v))))
+
+def gpu_util(f):  # mean utilization (%) of each GPU over the call
+    per = {}
+    for line in open(f):
+        i, u = line.split(',')
+        per.setdefault(i.strip(), []).append(float(u))
+    return {i: round(sum(u) / len(u), 1) for i, u in per.items()}
+
 n, rows, done, t, sample = $n, $rows, int('$done' or 0), $t1 - $t0, '$sample' == 't'
 print(json.dumps({'kind': 'citus_explain_into', 'name': '$name', 'device': '$device', 'rows': rows,
                   'worker_nodes': n, 'cores': $cores, 'cores_per_node': $half,
                   'gpus': '${TS_CITUS_GPUS}'.split()[:n], 'seconds': round(t, 3),
                   'rows_per_s': round(rows / t), 'every_row': done == rows, 'sample_equal': sample,
                   'checksum': '$checksum',
-                  'nodes': [dict(zip(('first_shard_s', 'last_shard_end_s', 'mean_shard_s', 'max_shard_s'),
-                                     (round(float(v) - ($t0 if i < 2 else 0), 3) for i, v in enumerate(s.split(',')))))
-                            for s in '$spans'.split()],
-                  'waits': [json.loads(open(f).read().split('NOTICE:  ', 1)[1]) for f in
-                            sorted(__import__('glob').glob('$base/waits-$n-*.txt'))]}))" \
+                  'nodes': [span(s) for s in '$spans'.split(' ') if s],
+                  'waits': [waits(f) for f in sorted(glob.glob('$base/waits-$n-*.txt'))],
+                  'gpu_util_percent': [gpu_util(f) for f in glob.glob('$base/gpu-$n.txt')]}))" \
     > "$base/run-$n.json"
 }
 
@@ -112,7 +150,8 @@ cat "$base/run-2.json"
 python3 -c "
 import json
 one, two = (json.load(open('$base/run-%d.json' % n)) for n in (1, 2))
-ok = all(r['every_row'] and r['sample_equal'] for r in (one, two)) and one['checksum'] == two['checksum']
+ok = (all(r['every_row'] and r['sample_equal'] and r['checksum'] for r in (one, two))
+      and one['checksum'] == two['checksum'])
 print(f\"two worker nodes / one: {two['rows_per_s'] / one['rows_per_s']:.2f} \"
       f\"({one['rows_per_s']} -> {two['rows_per_s']} rows/s, {one['cores_per_node']} cores a node, \"
       f\"device {one['device']}{', a GPU a node' if two['gpus'] else ''}); every row explained, \"

@@ -56,10 +56,11 @@ def best_of(cur, sql_by_threads, rows):
     return rates, results
 
 
-def sessions_rate(shap_sql, sessions, rows):
+def sessions_rate(shap_sql, sessions, rows, expected):
     """rows/s of `sessions` sessions at once, each explaining `rows` rows on 1 thread: what
     the machine gives independent single-threaded work on every core (its clocks and
-    memory under full load), the yardstick for the threads' scaling."""
+    memory under full load), the yardstick for the threads' scaling. Each session's
+    result must be `expected`."""
     import threading
     conns = [connect("cpu") for _ in range(sessions)]
     for c in conns:
@@ -69,12 +70,16 @@ def sessions_rate(shap_sql, sessions, rows):
     best = 0.0
     for _ in range(REPS):
         start = threading.Barrier(sessions + 1)
+        results = []
 
         def one(c):
             start.wait()
-            with c.cursor() as cur:
-                cur.execute(shap_sql(rows))
-                cur.fetchone()
+            try:
+                with c.cursor() as cur:
+                    cur.execute(shap_sql(rows))
+                    results.append(cur.fetchone())
+            except Exception as e:  # noqa: BLE001 (reported below, with the session's error)
+                results.append(e)
 
         workers = [threading.Thread(target=one, args=(c,)) for c in conns]
         for w in workers:
@@ -83,7 +88,11 @@ def sessions_rate(shap_sql, sessions, rows):
         t0 = time.perf_counter()
         for w in workers:
             w.join()
-        best = max(best, sessions * rows / (time.perf_counter() - t0))
+        seconds = time.perf_counter() - t0
+        wrong = [r for r in results if r != expected]
+        if wrong or len(results) != sessions:
+            raise RuntimeError(f"a session of {sessions} failed or differed: {wrong[:1]}")
+        best = max(best, sessions * rows / seconds)
     for c in conns:
         c.close()
     return best
@@ -130,7 +139,7 @@ def measure(xgb, work, name, predict_rows):
             shap_res[threads].add(timed(cur, shap_sql(distinct))[1])
         pred, pred_res = best_of(cur, {1: pred_sql, cores: pred_sql}, predict_rows)
     conn.close()
-    sessions = sessions_rate(shap_sql, cores, distinct)
+    sessions = sessions_rate(shap_sql, cores, distinct, next(iter(shap_res[1])))
     same = all(len(set().union(*r.values())) == 1 for r in (shap_res, pred_res))
     xgb_rate = xgb_contribs_rate(xgb, work, name, features, distinct)
     return {"kind": "cpu_threads", "name": name, "cores": cores, "outputs": outputs,
