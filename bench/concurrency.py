@@ -95,26 +95,40 @@ def expected(ref, distinct, outputs, features, lo, hi):
     return math.fsum(terms)
 
 
-def run_sessions(k, conns, name, table, features, rows):
-    """k sessions explain an even share each, started together; (seconds, [(count, sum)])."""
-    bounds = [rows * i // k for i in range(k + 1)]
-    results = [None] * k
-    barrier = threading.Barrier(k + 1)
+def queries_at_once(conns, queries):
+    """Each session runs its query, all started together; (seconds until the last
+    ends, each one's first row or the exception it raised)."""
+    results = [None] * len(conns)
+    barrier = threading.Barrier(len(conns) + 1)
 
     def work(i):
-        with conns[i].cursor() as cur:
-            barrier.wait()
-            cur.execute(checksum_query(name, table, features, bounds[i], bounds[i + 1]))
-            results[i] = cur.fetchone()
+        barrier.wait()
+        try:
+            with conns[i].cursor() as cur:
+                cur.execute(queries[i])
+                results[i] = cur.fetchone()
+        except Exception as e:  # noqa: BLE001 (the caller checks the results)
+            results[i] = e
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(k)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(conns))]
     for t in threads:
         t.start()
     barrier.wait()
     t0 = time.perf_counter()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0, results, bounds
+    return time.perf_counter() - t0, results
+
+
+def run_sessions(k, conns, name, table, features, rows):
+    """k sessions explain an even share each, started together; (seconds, [(count, sum)])."""
+    bounds = [rows * i // k for i in range(k + 1)]
+    seconds, results = queries_at_once(
+        conns[:k], [checksum_query(name, table, features, bounds[i], bounds[i + 1]) for i in range(k)])
+    for r in results:
+        if isinstance(r, Exception):
+            raise r
+    return seconds, results, bounds
 
 
 def first_call(device, name, table, features):

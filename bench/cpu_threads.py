@@ -30,7 +30,7 @@ import numpy as np
 import psycopg2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from concurrency import connect, features_of, load  # noqa: E402
+from concurrency import connect, features_of, load, queries_at_once  # noqa: E402
 from xgb_capi import open_library  # noqa: E402
 
 REPS = 2
@@ -61,7 +61,6 @@ def sessions_rate(shap_sql, sessions, rows, expected):
     the machine gives independent single-threaded work on every core (its clocks and
     memory under full load), the yardstick for the threads' scaling. Each session's
     result must be `expected`."""
-    import threading
     conns = [connect("cpu") for _ in range(sessions)]
     for c in conns:
         with c.cursor() as cur:
@@ -69,29 +68,10 @@ def sessions_rate(shap_sql, sessions, rows, expected):
             cur.execute(shap_sql(10))  # the session reads the model once
     best = 0.0
     for _ in range(REPS):
-        start = threading.Barrier(sessions + 1)
-        results = []
-
-        def one(c):
-            start.wait()
-            try:
-                with c.cursor() as cur:
-                    cur.execute(shap_sql(rows))
-                    results.append(cur.fetchone())
-            except Exception as e:  # noqa: BLE001 (reported below, with the session's error)
-                results.append(e)
-
-        workers = [threading.Thread(target=one, args=(c,)) for c in conns]
-        for w in workers:
-            w.start()
-        start.wait()
-        t0 = time.perf_counter()
-        for w in workers:
-            w.join()
-        seconds = time.perf_counter() - t0
+        seconds, results = queries_at_once(conns, [shap_sql(rows)] * sessions)
         wrong = [r for r in results if r != expected]
-        if wrong or len(results) != sessions:
-            raise RuntimeError(f"a session of {sessions} failed or differed: {wrong[:1]}")
+        if wrong:
+            raise RuntimeError(f"{len(wrong)} of {sessions} sessions failed or differed: {wrong[0]}")
         best = max(best, sessions * rows / seconds)
     for c in conns:
         c.close()
