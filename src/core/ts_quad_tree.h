@@ -1,0 +1,40 @@
+/*
+ * ts_quad_tree.h - quadrature SHAP carried down each tree (issue 46): the
+ * product of every feature's factor z + t (o - z) at the Gauss-Legendre
+ * points goes down the tree once (a feature met again is merged: its factor
+ * divided out, the merged one put in), each node's sum of leaf value times
+ * product comes back up, and the edge into child c of a split on feature k
+ * adds (o - z) sum_q w_q (S(c) - sum S(m)) / (z + t_q (o - z)), m the topmost
+ * splits on k below c. O(nodes x points) per tree and row where the path
+ * table's quadrature (ts_quadrature.h) is O(paths x d^2 / 2); the same values
+ * to rounding. bench/tree_quadrature_check.py models it in Python.
+ */
+#ifndef TS_QUAD_TREE_H
+#define TS_QUAD_TREE_H
+
+#include "model/ts_model.h"
+
+/* What the walk needs beyond the model: each tree's points and each child's topmost same-feature splits. */
+typedef struct TsQuadTreePlan
+{
+	int32_t    *points;			/* per tree: ceil(most distinct features on a path / 2) */
+	int64_t    *tops_start;		/* per node (model numbering) + 1: its range of tops */
+	int32_t    *tops;			/* local node numbers */
+	int32_t		max_points;
+	int64_t		max_tree_nodes;
+} TsQuadTreePlan;
+
+/* The plan of a validated model with covers. */
+extern TsQuadTreePlan *ts_quad_tree_plan(const TsModel *m);
+
+/* Release a plan. */
+extern void ts_quad_tree_plan_free(TsQuadTreePlan *plan);
+
+/* Scratch doubles ts_quad_tree_row needs. */
+extern size_t ts_quad_tree_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);
+
+/* Add every tree's feature contributions for row to phi (outputs x (features + 1); bias column untouched). */
+extern void ts_quad_tree_row(const TsModel *m, const TsQuadTreePlan *plan, const float *row, double *phi,
+							 double *scratch);
+
+#endif							/* TS_QUAD_TREE_H */
