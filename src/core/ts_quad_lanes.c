@@ -132,6 +132,15 @@ ts_quad_lanes_isa(const char *force)
 	return isas[chosen].name;
 }
 
+/* The instruction set in use, the CPU's widest unless one was forced. */
+const char *
+ts_quad_lanes_isa_in_use(void)
+{
+	int			isa = __atomic_load_n(&isa_chosen, __ATOMIC_RELAXED);
+
+	return isa < 0 ? ts_quad_lanes_isa(NULL) : isas[isa].name;
+}
+
 /* Scratch doubles of one block. */
 size_t
 ts_quad_rows_scratch_len(const TsPathTable *pt)

@@ -29,4 +29,7 @@ extern void ts_quad_rows(const TsPathTable *pt, const float *x, int32_t nrows, d
 /* The instruction set in use ("avx512", "avx2" or "x86-64"), or the one forced by name; NULL if unknown. */
 extern const char *ts_quad_lanes_isa(const char *force);
 
+/* The instruction set in use, choosing the CPU's widest if none was chosen yet. */
+extern const char *ts_quad_lanes_isa_in_use(void);
+
 #endif							/* TS_QUAD_LANES_H */

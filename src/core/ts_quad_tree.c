@@ -1,18 +1,24 @@
 /*
  * ts_quad_tree.c - quadrature SHAP carried down each tree (see
- * ts_quad_tree.h). One row at a time: a depth-first walk with the products
- * in frames, each node's sums in a per-tree array, the merged fractions of
- * the features on the current path per feature.
+ * ts_quad_tree.h). A depth-first walk with the products in frames, each
+ * node's sums in a per-tree array, the merged fractions of the features on
+ * the current path per feature: one row at a time (ts_quad_tree_row), or
+ * TS_QUAD_LANES rows in vector lanes (ts_quad_tree_rows, the body in
+ * ts_quad_tree_body.h built for each instruction set as ts_quad_lanes.c's).
  */
 #include "core/ts_quad_tree.h"
 
+#include "core/ts_quad_lanes.h"
 #include "core/ts_quadrature.h"
+
+#include <string.h>
 
 /* One level of the walk: the node, which child is next, and the edge that led here. */
 typedef struct TreeFrame
 {
 	int32_t		node;			/* local to the tree */
 	int32_t		phase;			/* 0: left next, 1: right next, 2: both done */
+	uint32_t	left_lanes;		/* the block's rows that go left here (bit per lane) */
 	int32_t		feature;		/* the edge's split feature (-1 at the root) */
 	double		z,
 				o;				/* the feature's merged fractions below this edge */
@@ -283,4 +289,96 @@ ts_quad_tree_row(const TsModel *m, const TsQuadTreePlan *plan, const float *row,
 		merged[f] = -1.0;
 	for (int32_t t = 0; t < m->num_trees; t++)
 		tree_row(m, plan, t, row, phi, merged, frames, prods, factors, sums, nodes);
+}
+
+/* A block's walk state: lane arrays of TS_QUAD_LANES doubles each. */
+typedef struct BlockState
+{
+	double	   *merged_z;		/* per feature: its merged zero fraction, < 0 off the path */
+	double	   *merged_o;		/* per feature: its merged one fractions */
+	double	   *edge_o;			/* per level: the edge's merged one fractions */
+	double	   *saved_o;		/* per level: the edge's feature's one fractions above it */
+	double	   *prods;			/* per level and point */
+	double	   *factors;		/* per level and point: the edge's factor */
+	double	   *sums;			/* per node, value and point */
+	double	   *nodes;
+	TreeFrame  *frames;
+} BlockState;
+
+typedef void (*TreeFn) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows, int32_t nrows,
+						double *phi, BlockState *st);
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx2,fma")
+#define TREE_NAME tree_avx512
+#define TREE_WIDTH 8
+#include "core/ts_quad_tree_body.h"
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define TREE_NAME tree_avx2
+#define TREE_WIDTH 4
+#include "core/ts_quad_tree_body.h"
+#pragma GCC pop_options
+#define TS_TREE_WIDE 1
+#endif
+#define TREE_NAME tree_plain
+#define TREE_WIDTH 2
+#include "core/ts_quad_tree_body.h"
+
+/* The walk for the instruction set ts_quad_lanes uses. */
+static TreeFn
+tree_fn(void)
+{
+	const char *isa = ts_quad_lanes_isa_in_use();
+
+	(void) isa;
+#ifdef TS_TREE_WIDE
+	if (strcmp(isa, "avx512") == 0)
+		return tree_avx512;
+	if (strcmp(isa, "avx2") == 0)
+		return tree_avx2;
+#endif
+	return tree_plain;
+}
+
+size_t
+ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
+{
+	size_t		q = (size_t) plan->max_points;
+	size_t		depth = (size_t) m->max_depth + 2;
+	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
+	size_t		lanes = TS_QUAD_LANES;
+
+	return nf + nf * lanes + 2 * depth * lanes + 2 * depth * q * lanes
+		+ (size_t) plan->max_tree_nodes * (size_t) ts_leaf_size(m) * q * lanes + 2 * q
+		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
+}
+
+void
+ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *rows, int32_t nrows, double *phi,
+				  double *scratch)
+{
+	size_t		q = (size_t) plan->max_points;
+	size_t		depth = (size_t) m->max_depth + 2;
+	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
+	size_t		lanes = TS_QUAD_LANES;
+	BlockState	st;
+	TreeFn		fn = tree_fn();
+
+	st.merged_z = scratch;
+	st.merged_o = st.merged_z + nf;
+	st.edge_o = st.merged_o + nf * lanes;
+	st.saved_o = st.edge_o + depth * lanes;
+	st.prods = st.saved_o + depth * lanes;
+	st.factors = st.prods + depth * q * lanes;
+	st.sums = st.factors + depth * q * lanes;
+	st.nodes = st.sums + (size_t) plan->max_tree_nodes * (size_t) ts_leaf_size(m) * q * lanes;
+	st.frames = (TreeFrame *) (st.nodes + 2 * q);
+	for (size_t f = 0; f < nf; f++)
+		st.merged_z[f] = -1.0;
+	memset(st.merged_o, 0, sizeof(double) * nf * lanes);
+	for (int32_t t = 0; t < m->num_trees; t++)
+		fn(m, plan, t, rows, nrows, phi, &st);
 }

@@ -37,4 +37,15 @@ extern size_t ts_quad_tree_scratch_len(const TsModel *m, const TsQuadTreePlan *p
 extern void ts_quad_tree_row(const TsModel *m, const TsQuadTreePlan *plan, const float *row, double *phi,
 							 double *scratch);
 
+/* Scratch doubles ts_quad_tree_rows needs. */
+extern size_t ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);
+
+/*
+ * The same for rows[0 .. nrows) (1 <= nrows <= TS_QUAD_LANES, rows of
+ * num_features floats) at once, in vector lanes: each row's contributions
+ * added to its own phi row (outputs x (features + 1)).
+ */
+extern void ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *rows, int32_t nrows,
+							  double *phi, double *scratch);
+
 #endif							/* TS_QUAD_TREE_H */

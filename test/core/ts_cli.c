@@ -1,11 +1,12 @@
 /*
  * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
- *   ts_cli contribs MODEL CSV [treeshap|quadrature|tree|gpu-layout|lanes[:ISA]]
+ *   ts_cli contribs MODEL CSV [treeshap|quadrature|tree|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]]
  *                               print pred_contribs rows (outputs x (features+1));
  *                               lanes: quadrature in blocks of rows (ts_quad_rows), on
  *                               the CPU's widest instruction set or the one named
  *                               (avx512, avx2, x86-64; exit 2 if the CPU lacks it)
- *                               tree: quadrature carried down each tree (ts_quad_tree)
+ *                               tree, tree-lanes: quadrature carried down each tree
+ *                               (ts_quad_tree), a row at a time or in blocks of rows
  *                               gpu-layout evaluates the GPU quadrature layout
  *                               (src/gpu/ts_gpu_quad.c) on the host as the kernel does
  *   ts_cli margin MODEL CSV     print margins
@@ -227,6 +228,59 @@ run_lanes(const TsModel *m, const char *csv, const char *isa)
 	free(rows);
 	free(phi);
 	free(scratch);
+	ts_paths_free(pt);
+	return 0;
+}
+
+/* Contribs of every CSV line by the quadrature carried down each tree, in blocks of TS_QUAD_LANES rows. */
+static int
+run_tree_lanes(const TsModel *m, const char *csv, const char *isa)
+{
+	TsPathTable *pt;
+	TsQuadTreePlan *plan;
+	FILE	   *f;
+	char	   *line = NULL;
+	size_t		cap = 0;
+	size_t		width = (size_t) m->num_outputs * (size_t) (m->num_features + 1);
+	float	   *rows;
+	double	   *phi;
+	double	   *scratch;
+	int32_t		n = 0;
+	bool		more = true;
+
+	/* before anything is allocated: an instruction set this CPU lacks is exit 2, nothing leaked */
+	if (ts_quad_lanes_isa(isa[0] != '\0' ? isa : NULL) == NULL || (f = fopen(csv, "r")) == NULL)
+		return 2;
+	pt = ts_paths_build(m);		/* for the bias */
+	plan = ts_quad_tree_plan(m);
+	scratch = malloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan));
+	rows = malloc(sizeof(float) * (size_t) m->num_features * TS_QUAD_LANES);
+	phi = malloc(sizeof(double) * width * TS_QUAD_LANES);
+
+	while (more)
+	{
+		more = getline(&line, &cap, f) > 0;
+		if (more)
+			parse_row(line, rows + (size_t) n++ * m->num_features, m);
+		if (n == TS_QUAD_LANES || (!more && n > 0))
+		{
+			memset(phi, 0, sizeof(double) * width * (size_t) n);
+			for (int32_t l = 0; l < n; l++)
+				for (int32_t k = 0; k < m->num_outputs; k++)
+					phi[(size_t) l * width + (size_t) k * (m->num_features + 1) + m->num_features] = pt->bias[k];
+			ts_quad_tree_rows(m, plan, rows, n, phi, scratch);
+			for (int32_t l = 0; l < n; l++, printf("\n"))
+				for (size_t i = 0; i < width; i++)
+					printf(i ? ",%.17g" : "%.17g", phi[(size_t) l * width + i]);
+			n = 0;
+		}
+	}
+	fclose(f);
+	free(line);
+	free(rows);
+	free(phi);
+	free(scratch);
+	ts_quad_tree_plan_free(plan);
 	ts_paths_free(pt);
 	return 0;
 }
@@ -608,13 +662,15 @@ main(int argc, char **argv)
 			rc = run_interactions(m, argv[3], argc > 4 ? argv[4] : "shapley",
 								  argc > 5 ? argv[5] : NULL);
 		else
-			rc = argc > 4 && strncmp(argv[4], "lanes", 5) == 0 && strcmp(argv[1], "contribs") == 0
+			rc = argc > 4 && strncmp(argv[4], "tree-lanes", 10) == 0 && strcmp(argv[1], "contribs") == 0
+				? run_tree_lanes(m, argv[3], argv[4][10] == ':' ? argv[4] + 11 : "")
+				: argc > 4 && strncmp(argv[4], "lanes", 5) == 0 && strcmp(argv[1], "contribs") == 0
 				? run_lanes(m, argv[3], argv[4][5] == ':' ? argv[4] + 6 : "")
 				: run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0, argc > 4 ? argv[4] : "treeshap");
 		ts_model_free(m);
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }

@@ -1,0 +1,182 @@
+/*
+ * ts_quad_tree_body.h - the block walk of ts_quad_tree.c, included there
+ * once per instruction set with TREE_NAME (the function) and TREE_WIDTH
+ * (doubles per native vector) defined; no include guard. Every row of a
+ * block walks the whole tree, so the walk is the same for all TS_QUAD_LANES
+ * lanes: only the one fractions differ (the zero fractions are the covers',
+ * the same in every lane). A lane array is TREE_CHUNKS native vectors.
+ */
+#define TREE_JOIN2(a, b) a##b
+#define TREE_JOIN(a, b) TREE_JOIN2(a, b)
+#define TREE_VEC TREE_JOIN(TREE_NAME, _vec)
+#define TREE_MASK TREE_JOIN(TREE_NAME, _mask)
+#define TREE_CHUNKS (TS_QUAD_LANES / TREE_WIDTH)
+#define TREE_CHUNK for (int32_t c = 0; c < TREE_CHUNKS; c++)
+
+/* one native vector of lanes, at any double's alignment, allowed to alias doubles */
+typedef double TREE_VEC __attribute__((vector_size(TREE_WIDTH * sizeof(double)), aligned(8), may_alias));
+typedef int64_t TREE_MASK __attribute__((vector_size(TREE_WIDTH * sizeof(int64_t)), aligned(8), may_alias));
+
+/* 1.0 in the lanes where v is 0, else 0.0 (a macro: a wide vector returned by value changes the ABI) */
+#define TREE_IS_ZERO(v) ((TREE_VEC) ((TREE_MASK) ((v) == (TREE_VEC) {0}) & (TREE_MASK) ((TREE_VEC) {0} + 1.0)))
+
+/* Push the frame below frame f's next child: merged fractions, and per point its products and factors. */
+static inline __attribute__((always_inline)) void
+TREE_JOIN(TREE_NAME, _push) (const TsModel *m, int32_t t, const float *rows, int32_t nrows, TreeFrame *f,
+							 BlockState *st, int32_t top, int32_t q, const double *x)
+{
+	int64_t		base = m->tree_offset[t];
+	int64_t		n = base + f->node;
+	int32_t		child = f->phase++ == 0 ? m->left[n] : m->right[n];
+	int32_t		k = m->split_feature[n];
+	bool		is_left = child == m->left[n];
+	double		z0 = st->merged_z[k];
+	bool		seen = z0 >= 0.0;
+	double	   *o0 = st->merged_o + (size_t) k * TS_QUAD_LANES;
+	double	   *oc = st->edge_o + (size_t) (top + 1) * TS_QUAD_LANES;
+	TreeFrame  *cf = f + 1;
+
+	if (is_left)				/* once per node: which rows go left */
+	{
+		f->left_lanes = 0;
+		for (int32_t l = 0; l < nrows; l++)
+			f->left_lanes |= (uint32_t) ts_node_goes_left(m, n, rows[(size_t) l * m->num_features + k]) << l;
+	}
+	for (int32_t l = 0; l < TS_QUAD_LANES; l++)
+	{
+		double		taken = l < nrows && ((f->left_lanes >> l) & 1u) == is_left ? 1.0 : 0.0;
+
+		oc[l] = seen ? o0[l] * taken : taken;
+	}
+	*cf = (TreeFrame) {.node = child, .feature = k, .prev_z = z0,
+		.z = (seen ? z0 : 1.0) * (m->cover[n] > 0.0 ? m->cover[base + child] / m->cover[n] : 0.0)};
+	for (int32_t i = 0; i < q; i++)
+	{
+		TREE_VEC   *prod = (TREE_VEC *) (st->prods + ((size_t) top * q + i) * TS_QUAD_LANES);
+		TREE_VEC   *out = (TREE_VEC *) (st->prods + ((size_t) (top + 1) * q + i) * TS_QUAD_LANES);
+		TREE_VEC   *g = (TREE_VEC *) (st->factors + ((size_t) (top + 1) * q + i) * TS_QUAD_LANES);
+		TREE_VEC   *o_new = (TREE_VEC *) oc;
+		TREE_VEC   *o_old = (TREE_VEC *) o0;
+
+		TREE_CHUNK
+		{
+			g[c] = cf->z + x[i] * (o_new[c] - cf->z);
+			if (seen)
+			{
+				TREE_VEC	g_old = z0 + x[i] * (o_old[c] - z0);
+
+				/* a factor of 0 (no cover, not taken) merges into 0, so the product is 0 too */
+				out[c] = prod[c] / (g_old + TREE_IS_ZERO(g_old)) * g[c];
+			}
+			else
+				out[c] = prod[c] * g[c];
+		}
+	}
+	/* k's one fractions above, kept at the child's level until it is done */
+	memcpy(st->saved_o + (size_t) (top + 1) * TS_QUAD_LANES, o0, sizeof(double) * TS_QUAD_LANES);
+	st->merged_z[k] = cf->z;
+	memcpy(o0, oc, sizeof(double) * TS_QUAD_LANES);
+}
+
+/* The edge into frame f's node: each lane's (o - z) sum_q w_q own_q / g_q, per value, into its phi. */
+static inline __attribute__((always_inline)) void
+TREE_JOIN(TREE_NAME, _share) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const TreeFrame *f,
+							  BlockState *st, int32_t top, int32_t q, const double *w, int32_t nrows, double *phi)
+{
+	int32_t		k_values = ts_leaf_size(m);
+	int64_t		g0 = m->tree_offset[t] + f->node;
+	size_t		width = (size_t) m->num_features + 1;
+	size_t		row_width = (size_t) m->num_outputs * width;
+	TREE_VEC   *o = (TREE_VEC *) (st->edge_o + (size_t) top * TS_QUAD_LANES);
+
+	for (int32_t k = 0; k < k_values; k++)
+	{
+		TREE_VEC	acc[TREE_CHUNKS];
+
+		TREE_CHUNK acc[c] = (TREE_VEC) {0};
+		for (int32_t i = 0; i < q; i++)
+		{
+			TREE_VEC   *own = (TREE_VEC *) (st->sums + (((size_t) f->node * k_values + k) * q + i) * TS_QUAD_LANES);
+			TREE_VEC   *g = (TREE_VEC *) (st->factors + ((size_t) top * q + i) * TS_QUAD_LANES);
+
+			TREE_CHUNK
+			{
+				TREE_VEC	sum = own[c];
+				TREE_VEC	zero = TREE_IS_ZERO(g[c]);
+
+				for (int64_t s = plan->tops_start[g0]; s < plan->tops_start[g0 + 1]; s++)
+					sum -= ((TREE_VEC *) (st->sums + (((size_t) plan->tops[s] * k_values + k) * q + i)
+										  * TS_QUAD_LANES))[c];
+				acc[c] += w[i] * sum / (g[c] + zero) * (1.0 - zero);
+			}
+		}
+		TREE_CHUNK acc[c] *= o[c] - f->z;
+		for (int32_t l = 0; l < nrows; l++)
+			phi[(size_t) l * row_width + (size_t) (m->tree_group[t] + k) * width + f->feature]
+				+= acc[l / TREE_WIDTH][l % TREE_WIDTH];
+	}
+}
+
+/* Tree t's contributions for the block's rows. */
+static void
+TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows, int32_t nrows,
+		  double *phi, BlockState *st)
+{
+	int64_t		base = m->tree_offset[t];
+	int32_t		q = plan->points[t];
+	int32_t		k_values = ts_leaf_size(m);
+	size_t		per_node = (size_t) k_values * q * TREE_CHUNKS;	/* vectors of sums per node */
+	int32_t		top = 0;
+	const double *x,
+			   *w;
+
+	ts_quad_nodes(q, &x, &w, st->nodes);
+	st->frames[0] = (TreeFrame) {.node = 0, .feature = -1};
+	for (int32_t i = 0; i < q * TS_QUAD_LANES; i++)
+		st->prods[i] = 1.0;
+	while (top >= 0)
+	{
+		TreeFrame  *f = &st->frames[top];
+		int64_t		n = base + f->node;
+		TREE_VEC   *s = (TREE_VEC *) st->sums + (size_t) f->node * per_node;
+
+		if (m->left[n] != -1 && f->phase < 2)
+		{
+			TREE_JOIN(TREE_NAME, _push) (m, t, rows, nrows, f, st, top, q, x);
+			top++;
+			continue;
+		}
+		if (m->left[n] == -1)
+		{
+			TREE_VEC   *prod = (TREE_VEC *) (st->prods + (size_t) top * q * TS_QUAD_LANES);
+
+			for (int32_t k = 0; k < k_values; k++)
+				for (int32_t j = 0; j < q * TREE_CHUNKS; j++)
+					s[k * q * TREE_CHUNKS + j] = m->leaf_value[n * k_values + k] * prod[j];
+		}
+		else
+		{
+			TREE_VEC   *sl = (TREE_VEC *) st->sums + (size_t) m->left[n] * per_node;
+			TREE_VEC   *sr = (TREE_VEC *) st->sums + (size_t) m->right[n] * per_node;
+
+			for (size_t j = 0; j < per_node; j++)
+				s[j] = sl[j] + sr[j];
+		}
+		if (f->feature >= 0)
+		{
+			TREE_JOIN(TREE_NAME, _share) (m, plan, t, f, st, top, q, w, nrows, phi);
+			st->merged_z[f->feature] = f->prev_z;
+			memcpy(st->merged_o + (size_t) f->feature * TS_QUAD_LANES,
+				   st->saved_o + (size_t) top * TS_QUAD_LANES, sizeof(double) * TS_QUAD_LANES);
+		}
+		top--;
+	}
+}
+
+#undef TREE_IS_ZERO
+#undef TREE_CHUNK
+#undef TREE_CHUNKS
+#undef TREE_MASK
+#undef TREE_VEC
+#undef TREE_NAME
+#undef TREE_WIDTH
