@@ -42,6 +42,7 @@ most_distinct(const TsModel *m, int32_t t, int32_t *count, int32_t *stack_node, 
 		int32_t		n = stack_node[top];
 		int32_t		f = m->split_feature[base + n];
 
+		ts_check_interrupts_after(1);
 		if (m->left[base + n] == -1)
 		{
 			most = distinct > most ? distinct : most;
@@ -64,56 +65,86 @@ most_distinct(const TsModel *m, int32_t t, int32_t *count, int32_t *stack_node, 
 	return most;
 }
 
-/* Append to plan->tops the topmost splits on feature k in the subtree of local node c of tree t. */
-static int64_t
-add_tops(const TsModel *m, int32_t t, int32_t c, int32_t k, int32_t *tops, int64_t at, int32_t *stack)
+/*
+ * One walk of tree t: each split on feature k is a top of the child below
+ * the nearest split on k above it (below[k]: that child, global numbering,
+ * -1 at none). Counts them into next[child] (tops NULL), or files them at
+ * tops[next[child]++].
+ */
+static void
+walk_tops(const TsModel *m, int32_t t, int64_t *next, int32_t *tops, int64_t *below, int32_t *stack_node,
+		  int8_t *stack_phase, int64_t *saved)
 {
 	int64_t		base = m->tree_offset[t];
 	int32_t		top = 0;
 
-	stack[0] = c;
+	stack_node[0] = 0;
+	stack_phase[0] = 0;
 	while (top >= 0)
 	{
-		int32_t		n = stack[top--];
+		int64_t		g = base + stack_node[top];
+		int32_t		k = m->split_feature[g];
 
-		if (m->left[base + n] == -1)
-			continue;
-		if (m->split_feature[base + n] == k)
+		ts_check_interrupts_after(1);
+		if (m->left[g] == -1)
 		{
-			if (tops != NULL)
-				tops[at] = n;
-			at++;
+			top--;
 			continue;
 		}
-		stack[++top] = m->left[base + n];
-		stack[++top] = m->right[base + n];
+		if (stack_phase[top] == 0)
+		{
+			saved[top] = below[k];
+			if (below[k] >= 0)
+			{
+				if (tops != NULL)
+					tops[next[below[k]]] = stack_node[top];
+				next[below[k]]++;
+			}
+		}
+		if (stack_phase[top] < 2)
+		{
+			int32_t		c = stack_phase[top]++ == 0 ? m->left[g] : m->right[g];
+
+			below[k] = base + c;
+			stack_node[++top] = c;
+			stack_phase[top] = 0;
+			continue;
+		}
+		below[k] = saved[top];
+		top--;
 	}
-	return at;
 }
 
-/* Fill tops_start (and tops, when given) for every child of every split; the number of tops. */
+/* Fill tops_start and tops for every node (two walks: count, then file); the number of tops. */
 static int64_t
-fill_tops(const TsModel *m, TsQuadTreePlan *plan, int32_t *stack, int64_t *parent)
+fill_tops(const TsModel *m, TsQuadTreePlan *plan, int32_t *stack_node, int8_t *stack_phase)
 {
-	int64_t		at = 0;
+	int32_t		nf = m->num_features > 0 ? m->num_features : 1;
+	size_t		depth = (size_t) m->max_depth + 2;
+	int64_t    *next = ts_alloc0(sizeof(int64_t) * (size_t) (m->num_nodes + 1));
+	int64_t    *below = ts_alloc(sizeof(int64_t) * (size_t) nf);
+	int64_t    *saved = ts_alloc(sizeof(int64_t) * depth);
+	int64_t		total = 0;
 
+	for (int32_t f = 0; f < nf; f++)
+		below[f] = -1;
+	for (int32_t t = 0; t < m->num_trees; t++)
+		walk_tops(m, t, next, NULL, below, stack_node, stack_phase, saved);
 	for (int64_t g = 0; g < m->num_nodes; g++)
-		parent[g] = -1;
+	{
+		int64_t		count = next[g];
+
+		plan->tops_start[g] = next[g] = total;
+		total += count;
+	}
+	plan->tops_start[m->num_nodes] = total;
+	plan->tops = ts_alloc(sizeof(int32_t) * (size_t) (total + 1));
 	for (int32_t t = 0; t < m->num_trees; t++)
-		for (int64_t g = m->tree_offset[t]; g < m->tree_offset[t + 1]; g++)
-			if (m->left[g] != -1)
-				parent[m->tree_offset[t] + m->left[g]] = parent[m->tree_offset[t] + m->right[g]] = g;
-	for (int32_t t = 0; t < m->num_trees; t++)
-		for (int64_t g = m->tree_offset[t]; g < m->tree_offset[t + 1]; g++)
-		{
-			plan->tops_start[g] = at;
-			/* the parent's split feature names this child's tops */
-			if (parent[g] >= 0)
-				at = add_tops(m, t, (int32_t) (g - m->tree_offset[t]), m->split_feature[parent[g]], plan->tops,
-							  at, stack);
-		}
-	plan->tops_start[m->num_nodes] = at;
-	return at;
+		walk_tops(m, t, next, plan->tops, below, stack_node, stack_phase, saved);
+	ts_free(next);
+	ts_free(below);
+	ts_free(saved);
+	return total;
 }
 
 TsQuadTreePlan *
@@ -123,8 +154,7 @@ ts_quad_tree_plan(const TsModel *m)
 	int32_t		nf = m->num_features > 0 ? m->num_features : 1;
 	int32_t    *count = ts_alloc0(sizeof(int32_t) * (size_t) nf);
 	size_t		depth = (size_t) m->max_depth + 2;
-	int32_t    *stack = ts_alloc(sizeof(int32_t) * (size_t) (m->num_nodes + 1));
-	int64_t    *parent = ts_alloc(sizeof(int64_t) * (size_t) (m->num_nodes + 1));
+	int32_t    *stack = ts_alloc(sizeof(int32_t) * depth);
 	int8_t	   *phase = ts_alloc(depth);
 
 	plan->points = ts_alloc(sizeof(int32_t) * (size_t) (m->num_trees > 0 ? m->num_trees : 1));
@@ -138,11 +168,9 @@ ts_quad_tree_plan(const TsModel *m)
 		plan->max_points = plan->points[t] > plan->max_points ? plan->points[t] : plan->max_points;
 		plan->max_tree_nodes = nodes > plan->max_tree_nodes ? nodes : plan->max_tree_nodes;
 	}
-	plan->tops = ts_alloc(sizeof(int32_t) * (size_t) (fill_tops(m, plan, stack, parent) + 1));
-	fill_tops(m, plan, stack, parent);
+	fill_tops(m, plan, stack, phase);
 	ts_free(count);
 	ts_free(stack);
-	ts_free(parent);
 	ts_free(phase);
 	return plan;
 }
@@ -250,6 +278,7 @@ tree_row(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *r
 
 		if (m->left[n] != -1 && f->phase < 2)
 		{
+			ts_check_interrupts_after(4 + 4 * (int64_t) q * k_values);
 			push_child(m, t, row, f, merged, x, q, prods + (size_t) top * q, prods + (size_t) (top + 1) * q,
 					   factors + (size_t) (top + 1) * q);
 			top++;

@@ -142,6 +142,7 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 
 		if (m->left[n] != -1 && f->phase < 2)
 		{
+			ts_check_interrupts_after((4 + 4 * (int64_t) q * k_values) * nrows);
 			TREE_JOIN(TREE_NAME, _push) (m, t, rows, nrows, f, st, top, q, x);
 			top++;
 			continue;
