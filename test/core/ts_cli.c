@@ -187,11 +187,16 @@ exercise(const TsModel *m, const TsPathTable *pt)
 	free(scratch);
 }
 
-/* Contribs of every CSV line in blocks of TS_QUAD_LANES rows (ts_quad_rows), on the instruction set named or the CPU's widest. */
+/*
+ * Contribs of every CSV line in blocks of TS_QUAD_LANES rows, on the
+ * instruction set named or the CPU's widest: through each path
+ * (ts_quad_rows), or down each tree (tree: ts_quad_tree_rows).
+ */
 static int
-run_lanes(const TsModel *m, const char *csv, const char *isa)
+run_blocks(const TsModel *m, const char *csv, const char *isa, bool tree)
 {
 	TsPathTable *pt;
+	TsQuadTreePlan *plan = NULL;
 	FILE	   *f;
 	char	   *line = NULL;
 	size_t		cap = 0;
@@ -205,75 +210,33 @@ run_lanes(const TsModel *m, const char *csv, const char *isa)
 	/* before anything is allocated: an instruction set this CPU lacks is exit 2, nothing leaked */
 	if (ts_quad_lanes_isa(isa[0] != '\0' ? isa : NULL) == NULL || (f = fopen(csv, "r")) == NULL)
 		return 2;
-	pt = ts_paths_build(m);
+	pt = ts_paths_build(m);		/* the tree walk takes its bias */
+	if (tree)
+		plan = ts_quad_tree_plan(m);
 	rows = malloc(sizeof(float) * (size_t) m->num_features * TS_QUAD_LANES);
 	phi = malloc(sizeof(double) * width * TS_QUAD_LANES);
-	scratch = malloc(sizeof(double) * ts_quad_rows_scratch_len(pt));
+	scratch = malloc(sizeof(double) * (tree ? ts_quad_tree_rows_scratch_len(m, plan) : ts_quad_rows_scratch_len(pt)));
 	while (more)
 	{
 		more = getline(&line, &cap, f) > 0;
 		if (more)
 			parse_row(line, rows + (size_t) n++ * m->num_features, m);
-		if (n == TS_QUAD_LANES || (!more && n > 0))
-		{
-			ts_quad_rows(pt, rows, n, phi, scratch);
-			for (int32_t l = 0; l < n; l++, printf("\n"))
-				for (size_t i = 0; i < width; i++)
-					printf(i ? ",%.17g" : "%.17g", phi[(size_t) l * width + i]);
-			n = 0;
-		}
-	}
-	fclose(f);
-	free(line);
-	free(rows);
-	free(phi);
-	free(scratch);
-	ts_paths_free(pt);
-	return 0;
-}
-
-/* Contribs of every CSV line by the quadrature carried down each tree, in blocks of TS_QUAD_LANES rows. */
-static int
-run_tree_lanes(const TsModel *m, const char *csv, const char *isa)
-{
-	TsPathTable *pt;
-	TsQuadTreePlan *plan;
-	FILE	   *f;
-	char	   *line = NULL;
-	size_t		cap = 0;
-	size_t		width = (size_t) m->num_outputs * (size_t) (m->num_features + 1);
-	float	   *rows;
-	double	   *phi;
-	double	   *scratch;
-	int32_t		n = 0;
-	bool		more = true;
-
-	/* before anything is allocated: an instruction set this CPU lacks is exit 2, nothing leaked */
-	if (ts_quad_lanes_isa(isa[0] != '\0' ? isa : NULL) == NULL || (f = fopen(csv, "r")) == NULL)
-		return 2;
-	pt = ts_paths_build(m);		/* for the bias */
-	plan = ts_quad_tree_plan(m);
-	scratch = malloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan));
-	rows = malloc(sizeof(float) * (size_t) m->num_features * TS_QUAD_LANES);
-	phi = malloc(sizeof(double) * width * TS_QUAD_LANES);
-
-	while (more)
-	{
-		more = getline(&line, &cap, f) > 0;
-		if (more)
-			parse_row(line, rows + (size_t) n++ * m->num_features, m);
-		if (n == TS_QUAD_LANES || (!more && n > 0))
+		if (n < TS_QUAD_LANES && (more || n == 0))
+			continue;
+		if (tree)
 		{
 			memset(phi, 0, sizeof(double) * width * (size_t) n);
 			for (int32_t l = 0; l < n; l++)
 				for (int32_t k = 0; k < m->num_outputs; k++)
 					phi[(size_t) l * width + (size_t) k * (m->num_features + 1) + m->num_features] = pt->bias[k];
 			ts_quad_tree_rows(m, plan, rows, n, phi, scratch);
-			for (int32_t l = 0; l < n; l++, printf("\n"))
-				for (size_t i = 0; i < width; i++)
-					printf(i ? ",%.17g" : "%.17g", phi[(size_t) l * width + i]);
-			n = 0;
 		}
+		else
+			ts_quad_rows(pt, rows, n, phi, scratch);
+		for (int32_t l = 0; l < n; l++, printf("\n"))
+			for (size_t i = 0; i < width; i++)
+				printf(i ? ",%.17g" : "%.17g", phi[(size_t) l * width + i]);
+		n = 0;
 	}
 	fclose(f);
 	free(line);
@@ -663,9 +626,9 @@ main(int argc, char **argv)
 								  argc > 5 ? argv[5] : NULL);
 		else
 			rc = argc > 4 && strncmp(argv[4], "tree-lanes", 10) == 0 && strcmp(argv[1], "contribs") == 0
-				? run_tree_lanes(m, argv[3], argv[4][10] == ':' ? argv[4] + 11 : "")
+				? run_blocks(m, argv[3], argv[4][10] == ':' ? argv[4] + 11 : "", true)
 				: argc > 4 && strncmp(argv[4], "lanes", 5) == 0 && strcmp(argv[1], "contribs") == 0
-				? run_lanes(m, argv[3], argv[4][5] == ':' ? argv[4] + 6 : "")
+				? run_blocks(m, argv[3], argv[4][5] == ':' ? argv[4] + 6 : "", false)
 				: run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0, argc > 4 ? argv[4] : "treeshap");
 		ts_model_free(m);
 		free(buf);
