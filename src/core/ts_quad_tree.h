@@ -37,7 +37,11 @@ extern size_t ts_quad_tree_scratch_len(const TsModel *m, const TsQuadTreePlan *p
 extern void ts_quad_tree_row(const TsModel *m, const TsQuadTreePlan *plan, const float *row, double *phi,
 							 double *scratch);
 
-/* Scratch doubles ts_quad_tree_rows needs. */
+/*
+ * Scratch doubles ts_quad_tree_rows needs: each node's sums of the largest
+ * tree (nodes x values x points x TS_QUAD_LANES), so a caller takes the path
+ * lanes instead where that is large (deep trees).
+ */
 extern size_t ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);
 
 /*
