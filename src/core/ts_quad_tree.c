@@ -147,6 +147,52 @@ fill_tops(const TsModel *m, TsQuadTreePlan *plan, int32_t *stack_node, int8_t *s
 	return total;
 }
 
+/*
+ * Nodes and weights of every point count the trees use beyond the kept
+ * ones, computed here once (each costs O(n^2) and would otherwise be
+ * computed for every tree of every block).
+ */
+static void
+long_nodes(const TsModel *m, TsQuadTreePlan *plan)
+{
+	int64_t		total = 0;
+
+	plan->long_offset = ts_alloc(sizeof(int64_t) * (size_t) (plan->max_points + 1));
+	for (int32_t n = 0; n <= plan->max_points; n++)
+		plan->long_offset[n] = -1;
+	for (int32_t t = 0; t < m->num_trees; t++)
+	{
+		int32_t		n = plan->points[t];
+
+		if (n > TS_QUAD_CACHED && plan->long_offset[n] < 0)
+		{
+			plan->long_offset[n] = total;
+			total += 2 * (int64_t) n;
+		}
+	}
+	plan->long_nodes = ts_alloc(sizeof(double) * (size_t) (total + 1));
+	for (int32_t n = 0; n <= plan->max_points; n++)
+		if (plan->long_offset[n] >= 0)
+		{
+			ts_check_interrupts_after((int64_t) n * n);
+			ts_gauss_legendre(n, plan->long_nodes + plan->long_offset[n], plan->long_nodes + plan->long_offset[n] + n);
+		}
+}
+
+void
+ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, const double **w)
+{
+	int32_t		n = plan->points[t];
+
+	if (plan->long_offset[n] >= 0)
+	{
+		*x = plan->long_nodes + plan->long_offset[n];
+		*w = *x + n;
+	}
+	else
+		ts_quad_nodes(n, x, w, NULL);
+}
+
 TsQuadTreePlan *
 ts_quad_tree_plan(const TsModel *m)
 {
@@ -169,6 +215,7 @@ ts_quad_tree_plan(const TsModel *m)
 		plan->max_tree_nodes = nodes > plan->max_tree_nodes ? nodes : plan->max_tree_nodes;
 	}
 	fill_tops(m, plan, stack, phase);
+	long_nodes(m, plan);
 	ts_free(count);
 	ts_free(stack);
 	ts_free(phase);
@@ -183,6 +230,8 @@ ts_quad_tree_plan_free(TsQuadTreePlan *plan)
 	ts_free(plan->points);
 	ts_free(plan->tops_start);
 	ts_free(plan->tops);
+	ts_free(plan->long_nodes);
+	ts_free(plan->long_offset);
 	ts_free(plan);
 }
 
@@ -266,7 +315,8 @@ tree_row(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *r
 	const double *x,
 			   *w;
 
-	ts_quad_nodes(q, &x, &w, nodes);
+	(void) nodes;
+	ts_quad_tree_nodes(plan, t, &x, &w);
 	frames[0] = (TreeFrame) {.node = 0, .feature = -1};
 	for (int32_t i = 0; i < q; i++)
 		prods[i] = 1.0;
@@ -284,6 +334,7 @@ tree_row(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *r
 			top++;
 			continue;
 		}
+		ts_check_interrupts_after(1 + (int64_t) k_values * q);
 		if (m->left[n] == -1)
 			for (int32_t k = 0; k < k_values; k++)
 				for (int32_t i = 0; i < q; i++)

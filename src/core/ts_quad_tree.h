@@ -22,6 +22,9 @@ typedef struct TsQuadTreePlan
 	int32_t    *tops;			/* local node numbers */
 	int32_t		max_points;
 	int64_t		max_tree_nodes;
+	double	   *long_nodes;		/* nodes then weights of each point count over the kept
+								 * ones (ts_quad_nodes), computed once */
+	int64_t    *long_offset;	/* per point count 0 .. max_points: into long_nodes, or -1 */
 } TsQuadTreePlan;
 
 /* The plan of a validated model with covers. */
@@ -29,6 +32,9 @@ extern TsQuadTreePlan *ts_quad_tree_plan(const TsModel *m);
 
 /* Release a plan. */
 extern void ts_quad_tree_plan_free(TsQuadTreePlan *plan);
+
+/* Tree t's points and weights (from the plan, or ts_quad_nodes' kept ones). */
+extern void ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, const double **w);
 
 /* Scratch doubles ts_quad_tree_row needs. */
 extern size_t ts_quad_tree_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);

@@ -130,7 +130,7 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 	const double *x,
 			   *w;
 
-	ts_quad_nodes(q, &x, &w, st->nodes);
+	ts_quad_tree_nodes(plan, t, &x, &w);
 	st->frames[0] = (TreeFrame) {.node = 0, .feature = -1};
 	for (int32_t i = 0; i < q * TS_QUAD_LANES; i++)
 		st->prods[i] = 1.0;
@@ -147,6 +147,7 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 			top++;
 			continue;
 		}
+		ts_check_interrupts_after((1 + (int64_t) k_values * q) * nrows);
 		if (m->left[n] == -1)
 		{
 			TREE_VEC   *prod = (TREE_VEC *) (st->prods + (size_t) top * q * TS_QUAD_LANES);

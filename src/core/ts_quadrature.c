@@ -13,9 +13,7 @@
 #include <pthread.h>
 #include <string.h>
 
-/* Nodes of up to this many points are computed once and kept (paths of 128 features). */
-#define TS_QUAD_CACHED 64
-
+/* nodes of up to TS_QUAD_CACHED points (paths of 128 features) are computed once and kept */
 static double quad_x[TS_QUAD_CACHED * (TS_QUAD_CACHED + 1) / 2];
 static double quad_w[TS_QUAD_CACHED * (TS_QUAD_CACHED + 1) / 2];
 static pthread_once_t quad_once = PTHREAD_ONCE_INIT;

@@ -19,6 +19,9 @@ extern size_t ts_quad_scratch_len(const TsPathTable *pt);
 extern void ts_quad_path(const TsPathTable *pt, int64_t p, const float *row, double *phi,
 						 double *scratch);
 
+/* Point counts up to which ts_quad_nodes keeps nodes and weights, computed once per process. */
+#define TS_QUAD_CACHED 64
+
 /* Nodes and weights for n points: kept ones up to 64 points, else computed into scratch (2 n doubles). */
 extern void ts_quad_nodes(int32_t n, const double **x, const double **w, double *scratch);
 

@@ -268,7 +268,11 @@ run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm
 	TsPacking  *pk = ts_pack_paths(pt, TS_PACK_NEXT_FIT);	/* its long paths: the GPU's CPU route */
 
 	if (f == NULL)
+	{
+		ts_quad_tree_plan_free(plan);
+		free(tree_scratch);
 		return 2;
+	}
 	while (getline(&line, &cap, f) > 0)
 	{
 		parse_row(line, row, m);
