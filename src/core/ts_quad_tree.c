@@ -1,10 +1,10 @@
 /*
  * ts_quad_tree.c - quadrature SHAP carried down each tree (see
- * ts_quad_tree.h). A depth-first walk with the products in frames, each
- * node's sums in a per-tree array, the merged fractions of the features on
- * the current path per feature: one row at a time (ts_quad_tree_row), or
- * TS_QUAD_LANES rows in vector lanes (ts_quad_tree_rows, the body in
- * ts_quad_tree_body.h built for each instruction set as ts_quad_lanes.c's).
+ * ts_quad_tree.h) for TS_QUAD_LANES rows in vector lanes: a depth-first
+ * walk with, per level, the products going down and the sums coming up;
+ * per feature, its merged fractions on the current path and the level of
+ * the edge that last split on it. The walk itself is ts_quad_tree_body.h,
+ * built for each instruction set as ts_quad_lanes.c's body is.
  */
 #include "core/ts_quad_tree.h"
 
@@ -20,10 +20,10 @@ typedef struct TreeFrame
 	int32_t		phase;			/* 0: left next, 1: right next, 2: both done */
 	uint32_t	left_lanes;		/* the block's rows that go left here (bit per lane) */
 	int32_t		feature;		/* the edge's split feature (-1 at the root) */
-	double		z,
-				o;				/* the feature's merged fractions below this edge */
-	double		prev_z,
-				prev_o;			/* its merged fractions above (z < 0: not on the path) */
+	double		z;				/* the feature's merged zero fraction below this edge */
+	double		prev_z;			/* and above (< 0: not on the path) */
+	int32_t		prev_level;		/* the level of the feature's edge above (-1: none) */
+	bool		has_tops;		/* whether tops at this level hold anything yet */
 } TreeFrame;
 
 /* Most distinct features on a root-to-leaf path of tree t (count: per-feature occurrences, zeroed). */
@@ -63,88 +63,6 @@ most_distinct(const TsModel *m, int32_t t, int32_t *count, int32_t *stack_node, 
 		top--;
 	}
 	return most;
-}
-
-/*
- * One walk of tree t: each split on feature k is a top of the child below
- * the nearest split on k above it (below[k]: that child, global numbering,
- * -1 at none). Counts them into next[child] (tops NULL), or files them at
- * tops[next[child]++].
- */
-static void
-walk_tops(const TsModel *m, int32_t t, int64_t *next, int32_t *tops, int64_t *below, int32_t *stack_node,
-		  int8_t *stack_phase, int64_t *saved)
-{
-	int64_t		base = m->tree_offset[t];
-	int32_t		top = 0;
-
-	stack_node[0] = 0;
-	stack_phase[0] = 0;
-	while (top >= 0)
-	{
-		int64_t		g = base + stack_node[top];
-		int32_t		k = m->split_feature[g];
-
-		ts_check_interrupts_after(1);
-		if (m->left[g] == -1)
-		{
-			top--;
-			continue;
-		}
-		if (stack_phase[top] == 0)
-		{
-			saved[top] = below[k];
-			if (below[k] >= 0)
-			{
-				if (tops != NULL)
-					tops[next[below[k]]] = stack_node[top];
-				next[below[k]]++;
-			}
-		}
-		if (stack_phase[top] < 2)
-		{
-			int32_t		c = stack_phase[top]++ == 0 ? m->left[g] : m->right[g];
-
-			below[k] = base + c;
-			stack_node[++top] = c;
-			stack_phase[top] = 0;
-			continue;
-		}
-		below[k] = saved[top];
-		top--;
-	}
-}
-
-/* Fill tops_start and tops for every node (two walks: count, then file); the number of tops. */
-static int64_t
-fill_tops(const TsModel *m, TsQuadTreePlan *plan, int32_t *stack_node, int8_t *stack_phase)
-{
-	int32_t		nf = m->num_features > 0 ? m->num_features : 1;
-	size_t		depth = (size_t) m->max_depth + 2;
-	int64_t    *next = ts_alloc0(sizeof(int64_t) * (size_t) (m->num_nodes + 1));
-	int64_t    *below = ts_alloc(sizeof(int64_t) * (size_t) nf);
-	int64_t    *saved = ts_alloc(sizeof(int64_t) * depth);
-	int64_t		total = 0;
-
-	for (int32_t f = 0; f < nf; f++)
-		below[f] = -1;
-	for (int32_t t = 0; t < m->num_trees; t++)
-		walk_tops(m, t, next, NULL, below, stack_node, stack_phase, saved);
-	for (int64_t g = 0; g < m->num_nodes; g++)
-	{
-		int64_t		count = next[g];
-
-		plan->tops_start[g] = next[g] = total;
-		total += count;
-	}
-	plan->tops_start[m->num_nodes] = total;
-	plan->tops = ts_alloc(sizeof(int32_t) * (size_t) (total + 1));
-	for (int32_t t = 0; t < m->num_trees; t++)
-		walk_tops(m, t, next, plan->tops, below, stack_node, stack_phase, saved);
-	ts_free(next);
-	ts_free(below);
-	ts_free(saved);
-	return total;
 }
 
 /*
@@ -204,17 +122,13 @@ ts_quad_tree_plan(const TsModel *m)
 	int8_t	   *phase = ts_alloc(depth);
 
 	plan->points = ts_alloc(sizeof(int32_t) * (size_t) (m->num_trees > 0 ? m->num_trees : 1));
-	plan->tops_start = ts_alloc(sizeof(int64_t) * (size_t) (m->num_nodes + 1));
 	for (int32_t t = 0; t < m->num_trees; t++)
 	{
 		int32_t		u = most_distinct(m, t, count, stack, phase);
-		int64_t		nodes = m->tree_offset[t + 1] - m->tree_offset[t];
 
 		plan->points[t] = u > 1 ? (u + 1) / 2 : 1;
 		plan->max_points = plan->points[t] > plan->max_points ? plan->points[t] : plan->max_points;
-		plan->max_tree_nodes = nodes > plan->max_tree_nodes ? nodes : plan->max_tree_nodes;
 	}
-	fill_tops(m, plan, stack, phase);
 	long_nodes(m, plan);
 	ts_free(count);
 	ts_free(stack);
@@ -228,160 +142,24 @@ ts_quad_tree_plan_free(TsQuadTreePlan *plan)
 	if (plan == NULL)
 		return;
 	ts_free(plan->points);
-	ts_free(plan->tops_start);
-	ts_free(plan->tops);
 	ts_free(plan->long_nodes);
 	ts_free(plan->long_offset);
 	ts_free(plan);
 }
 
-size_t
-ts_quad_tree_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
-{
-	size_t		q = (size_t) plan->max_points;
-	size_t		depth = (size_t) m->max_depth + 2;
-	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
-
-	/* merged fractions per feature; each level's products and factors; each node's sums; nodes, weights */
-	return 2 * nf + 2 * depth * q + (size_t) plan->max_tree_nodes * (size_t) ts_leaf_size(m) * q + 2 * q
-		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
-}
-
-/* The shares of the edge into frame f's node: (o - z) sum_q w_q own_q / g_q per value, into phi. */
-static void
-edge_share(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const TreeFrame *f, const double *g,
-		   double *sums, int32_t q, const double *w, double *phi)
-{
-	int32_t		k_values = ts_leaf_size(m);
-	int64_t		g0 = m->tree_offset[t] + f->node;
-	size_t		width = (size_t) m->num_features + 1;
-
-	for (int32_t k = 0; k < k_values; k++)
-	{
-		double		acc = 0.0;
-
-		for (int32_t i = 0; i < q; i++)
-		{
-			double		own = sums[((size_t) f->node * k_values + k) * q + i];
-
-			for (int64_t s = plan->tops_start[g0]; s < plan->tops_start[g0 + 1]; s++)
-				own -= sums[((size_t) plan->tops[s] * k_values + k) * q + i];
-			if (g[i] != 0.0)
-				acc += w[i] * own / g[i];
-		}
-		phi[(size_t) (m->tree_group[t] + k) * width + f->feature] += (f->o - f->z) * acc;
-	}
-}
-
-/* Push the frame for child c of frame f's node: the merged fractions, products and factors below the edge. */
-static void
-push_child(const TsModel *m, int32_t t, const float *row, TreeFrame *f, double *merged, const double *x,
-		   int32_t q, const double *prod, double *child_prod, double *child_g)
-{
-	int64_t		base = m->tree_offset[t];
-	int64_t		n = base + f->node;
-	int32_t		c = f->phase++ == 0 ? m->left[n] : m->right[n];
-	int32_t		k = m->split_feature[n];
-	bool		taken = ts_node_goes_left(m, n, row[k]) == (c == m->left[n]);
-	double		z0 = merged[2 * k],
-				o0 = merged[2 * k + 1];
-	bool		seen = z0 >= 0.0;
-	double		zc = m->cover[n] > 0.0 ? m->cover[base + c] / m->cover[n] : 0.0;
-	TreeFrame  *cf = f + 1;
-
-	*cf = (TreeFrame) {.node = c, .feature = k, .prev_z = z0, .prev_o = o0,
-		.z = seen ? z0 * zc : zc, .o = (seen ? o0 : 1.0) * (taken ? 1.0 : 0.0)};
-	for (int32_t i = 0; i < q; i++)
-	{
-		double		g_old = seen ? z0 + x[i] * (o0 - z0) : 1.0;
-
-		child_g[i] = cf->z + x[i] * (cf->o - cf->z);
-		/* a factor of 0 (no cover, not taken) merges into 0: so does the product */
-		child_prod[i] = g_old == 0.0 ? 0.0 : prod[i] / g_old * child_g[i];
-	}
-	merged[2 * k] = cf->z;
-	merged[2 * k + 1] = cf->o;
-}
-
-/* Tree t's contributions for row. */
-static void
-tree_row(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *row, double *phi,
-		 double *merged, TreeFrame *frames, double *prods, double *factors, double *sums, double *nodes)
-{
-	int64_t		base = m->tree_offset[t];
-	int32_t		q = plan->points[t];
-	int32_t		k_values = ts_leaf_size(m);
-	int32_t		top = 0;
-	const double *x,
-			   *w;
-
-	(void) nodes;
-	ts_quad_tree_nodes(plan, t, &x, &w);
-	frames[0] = (TreeFrame) {.node = 0, .feature = -1};
-	for (int32_t i = 0; i < q; i++)
-		prods[i] = 1.0;
-	while (top >= 0)
-	{
-		TreeFrame  *f = &frames[top];
-		int64_t		n = base + f->node;
-		double	   *s = sums + (size_t) f->node * k_values * q;
-
-		if (m->left[n] != -1 && f->phase < 2)
-		{
-			ts_check_interrupts_after(4 + 4 * (int64_t) q * k_values);
-			push_child(m, t, row, f, merged, x, q, prods + (size_t) top * q, prods + (size_t) (top + 1) * q,
-					   factors + (size_t) (top + 1) * q);
-			top++;
-			continue;
-		}
-		ts_check_interrupts_after(1 + (int64_t) k_values * q);
-		if (m->left[n] == -1)
-			for (int32_t k = 0; k < k_values; k++)
-				for (int32_t i = 0; i < q; i++)
-					s[k * q + i] = m->leaf_value[n * k_values + k] * prods[(size_t) top * q + i];
-		else
-			for (int32_t j = 0; j < k_values * q; j++)
-				s[j] = sums[(size_t) m->left[n] * k_values * q + j] + sums[(size_t) m->right[n] * k_values * q + j];
-		if (f->feature >= 0)
-		{
-			edge_share(m, plan, t, f, factors + (size_t) top * q, sums, q, w, phi);
-			merged[2 * f->feature] = f->prev_z;
-			merged[2 * f->feature + 1] = f->prev_o;
-		}
-		top--;
-	}
-}
-
-void
-ts_quad_tree_row(const TsModel *m, const TsQuadTreePlan *plan, const float *row, double *phi, double *scratch)
-{
-	size_t		q = (size_t) plan->max_points;
-	size_t		depth = (size_t) m->max_depth + 2;
-	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
-	double	   *merged = scratch;
-	double	   *prods = merged + 2 * nf;
-	double	   *factors = prods + depth * q;
-	double	   *sums = factors + depth * q;
-	double	   *nodes = sums + (size_t) plan->max_tree_nodes * (size_t) ts_leaf_size(m) * q;
-	TreeFrame  *frames = (TreeFrame *) (nodes + 2 * q);
-
-	for (size_t f = 0; f < 2 * nf; f++)
-		merged[f] = -1.0;
-	for (int32_t t = 0; t < m->num_trees; t++)
-		tree_row(m, plan, t, row, phi, merged, frames, prods, factors, sums, nodes);
-}
-
-/* A block's walk state: lane arrays of TS_QUAD_LANES doubles each. */
+/* A block's walk state: lane arrays are TS_QUAD_LANES doubles each. */
 typedef struct BlockState
 {
 	double	   *merged_z;		/* per feature: its merged zero fraction, < 0 off the path */
-	double	   *merged_o;		/* per feature: its merged one fractions */
+	double	   *merged_o;		/* per feature: its merged one fractions (a lane array) */
+	int32_t    *edge_level;		/* per feature: the level of the nearest edge on it above, -1: none */
 	double	   *edge_o;			/* per level: the edge's merged one fractions */
 	double	   *saved_o;		/* per level: the edge's feature's one fractions above it */
 	double	   *prods;			/* per level and point */
 	double	   *factors;		/* per level and point: the edge's factor */
-	double	   *sums;			/* per node, value and point */
-	double	   *nodes;
+	double	   *sums;			/* per level, value and point: the node's leaf values times products */
+	double	   *tops;			/* per level, value and point: the same of the topmost splits on the
+								 * edge's feature below it, whose leaves it does not take */
 	TreeFrame  *frames;
 } BlockState;
 
@@ -430,9 +208,9 @@ ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 	size_t		depth = (size_t) m->max_depth + 2;
 	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
 	size_t		lanes = TS_QUAD_LANES;
+	size_t		values = (size_t) ts_leaf_size(m);
 
-	return nf + nf * lanes + 2 * depth * lanes + 2 * depth * q * lanes
-		+ (size_t) plan->max_tree_nodes * (size_t) ts_leaf_size(m) * q * lanes + 2 * q
+	return nf + nf * lanes + (nf + 1) / 2 + 2 * depth * lanes + 2 * depth * q * lanes + 2 * depth * values * q * lanes
 		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
 }
 
@@ -444,6 +222,7 @@ ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *row
 	size_t		depth = (size_t) m->max_depth + 2;
 	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
 	size_t		lanes = TS_QUAD_LANES;
+	size_t		values = (size_t) ts_leaf_size(m);
 	BlockState	st;
 	TreeFn		fn = tree_fn();
 
@@ -454,10 +233,14 @@ ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *row
 	st.prods = st.saved_o + depth * lanes;
 	st.factors = st.prods + depth * q * lanes;
 	st.sums = st.factors + depth * q * lanes;
-	st.nodes = st.sums + (size_t) plan->max_tree_nodes * (size_t) ts_leaf_size(m) * q * lanes;
-	st.frames = (TreeFrame *) (st.nodes + 2 * q);
+	st.tops = st.sums + depth * values * q * lanes;
+	st.edge_level = (int32_t *) (st.tops + depth * values * q * lanes);
+	st.frames = (TreeFrame *) (st.tops + depth * values * q * lanes + (nf + 1) / 2);
 	for (size_t f = 0; f < nf; f++)
+	{
 		st.merged_z[f] = -1.0;
+		st.edge_level[f] = -1;
+	}
 	memset(st.merged_o, 0, sizeof(double) * nf * lanes);
 	for (int32_t t = 0; t < m->num_trees; t++)
 		fn(m, plan, t, rows, nrows, phi, &st);

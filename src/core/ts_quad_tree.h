@@ -5,23 +5,21 @@
  * divided out, the merged one put in), each node's sum of leaf value times
  * product comes back up, and the edge into child c of a split on feature k
  * adds (o - z) sum_q w_q (S(c) - sum S(m)) / (z + t_q (o - z)), m the topmost
- * splits on k below c. O(nodes x points) per tree and row where the path
- * table's quadrature (ts_quadrature.h) is O(paths x d^2 / 2); the same values
- * to rounding. bench/tree_quadrature_check.py models it in Python.
+ * splits on k below c (the sums of those come up to c's level as they
+ * finish). O(nodes x points) per tree and row where the path table's
+ * quadrature (ts_quadrature.h) is O(paths x d^2 / 2); the same values to
+ * rounding. bench/tree_quadrature_check.py models it in Python.
  */
 #ifndef TS_QUAD_TREE_H
 #define TS_QUAD_TREE_H
 
 #include "model/ts_model.h"
 
-/* What the walk needs beyond the model: each tree's points and each child's topmost same-feature splits. */
+/* What the walk needs beyond the model: each tree's points. */
 typedef struct TsQuadTreePlan
 {
 	int32_t    *points;			/* per tree: ceil(most distinct features on a path / 2) */
-	int64_t    *tops_start;		/* per node (model numbering) + 1: its range of tops */
-	int32_t    *tops;			/* local node numbers */
 	int32_t		max_points;
-	int64_t		max_tree_nodes;
 	double	   *long_nodes;		/* nodes then weights of each point count over the kept
 								 * ones (ts_quad_nodes), computed once */
 	int64_t    *long_offset;	/* per point count 0 .. max_points: into long_nodes, or -1 */
@@ -36,24 +34,13 @@ extern void ts_quad_tree_plan_free(TsQuadTreePlan *plan);
 /* Tree t's points and weights (from the plan, or ts_quad_nodes' kept ones). */
 extern void ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, const double **w);
 
-/* Scratch doubles ts_quad_tree_row needs. */
-extern size_t ts_quad_tree_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);
-
-/* Add every tree's feature contributions for row to phi (outputs x (features + 1); bias column untouched). */
-extern void ts_quad_tree_row(const TsModel *m, const TsQuadTreePlan *plan, const float *row, double *phi,
-							 double *scratch);
-
-/*
- * Scratch doubles ts_quad_tree_rows needs: each node's sums of the largest
- * tree (nodes x values x points x TS_QUAD_LANES), so a caller takes the path
- * lanes instead where that is large (deep trees).
- */
+/* Scratch doubles ts_quad_tree_rows needs: per level of the deepest tree, lanes of products and sums. */
 extern size_t ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);
 
 /*
- * The same for rows[0 .. nrows) (1 <= nrows <= TS_QUAD_LANES, rows of
- * num_features floats) at once, in vector lanes: each row's contributions
- * added to its own phi row (outputs x (features + 1)).
+ * Add every tree's feature contributions for rows[0 .. nrows) (1 <= nrows
+ * <= TS_QUAD_LANES, rows of num_features floats), in vector lanes, each to
+ * its own phi row (outputs x (features + 1); the bias column untouched).
  */
 extern void ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *rows, int32_t nrows,
 							  double *phi, double *scratch);

@@ -48,7 +48,7 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, int32_t t, const float *rows, int
 
 		oc[l] = seen ? o0[l] * taken : taken;
 	}
-	*cf = (TreeFrame) {.node = child, .feature = k, .prev_z = z0,
+	*cf = (TreeFrame) {.node = child, .feature = k, .prev_z = z0, .prev_level = st->edge_level[k],
 		.z = (seen ? z0 : 1.0) * (m->cover[n] > 0.0 ? m->cover[base + child] / m->cover[n] : 0.0)};
 	for (int32_t i = 0; i < q; i++)
 	{
@@ -72,21 +72,22 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, int32_t t, const float *rows, int
 				out[c] = prod[c] * g[c];
 		}
 	}
-	/* k's one fractions above, kept at the child's level until it is done */
+	/* k's one fractions above are kept at the child's level (its sums and tops are written as they come) */
 	memcpy(st->saved_o + (size_t) (top + 1) * TS_QUAD_LANES, o0, sizeof(double) * TS_QUAD_LANES);
 	st->merged_z[k] = cf->z;
+	st->edge_level[k] = top + 1;
 	memcpy(o0, oc, sizeof(double) * TS_QUAD_LANES);
 }
 
-/* The edge into frame f's node: each lane's (o - z) sum_q w_q own_q / g_q, per value, into its phi. */
+/* The edge into the node at level top: each lane's (o - z) sum_q w_q own_q / g_q, per value, into its phi. */
 static inline __attribute__((always_inline)) void
-TREE_JOIN(TREE_NAME, _share) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const TreeFrame *f,
-							  BlockState *st, int32_t top, int32_t q, const double *w, int32_t nrows, double *phi)
+TREE_JOIN(TREE_NAME, _share) (const TsModel *m, int32_t t, const TreeFrame *f, BlockState *st, int32_t top,
+							  int32_t q, const double *w, int32_t nrows, double *phi)
 {
 	int32_t		k_values = ts_leaf_size(m);
-	int64_t		g0 = m->tree_offset[t] + f->node;
 	size_t		width = (size_t) m->num_features + 1;
 	size_t		row_width = (size_t) m->num_outputs * width;
+	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
 	TREE_VEC   *o = (TREE_VEC *) (st->edge_o + (size_t) top * TS_QUAD_LANES);
 
 	for (int32_t k = 0; k < k_values; k++)
@@ -96,18 +97,20 @@ TREE_JOIN(TREE_NAME, _share) (const TsModel *m, const TsQuadTreePlan *plan, int3
 		TREE_CHUNK acc[c] = (TREE_VEC) {0};
 		for (int32_t i = 0; i < q; i++)
 		{
-			TREE_VEC   *own = (TREE_VEC *) (st->sums + (((size_t) f->node * k_values + k) * q + i) * TS_QUAD_LANES);
+			size_t		at = (size_t) top * level_sums + ((size_t) k * q + i) * TS_QUAD_LANES;
+			TREE_VEC   *sum = (TREE_VEC *) (st->sums + at);
+			TREE_VEC   *below = (TREE_VEC *) (st->tops + at);
 			TREE_VEC   *g = (TREE_VEC *) (st->factors + ((size_t) top * q + i) * TS_QUAD_LANES);
 
 			TREE_CHUNK
 			{
-				TREE_VEC	sum = own[c];
 				TREE_VEC	zero = TREE_IS_ZERO(g[c]);
+				TREE_VEC	own = sum[c];
 
-				for (int64_t s = plan->tops_start[g0]; s < plan->tops_start[g0 + 1]; s++)
-					sum -= ((TREE_VEC *) (st->sums + (((size_t) plan->tops[s] * k_values + k) * q + i)
-										  * TS_QUAD_LANES))[c];
-				acc[c] += w[i] * sum / (g[c] + zero) * (1.0 - zero);
+				if (f->has_tops)
+					own -= below[c];
+
+				acc[c] += w[i] * own / (g[c] + zero) * (1.0 - zero);
 			}
 		}
 		TREE_CHUNK acc[c] *= o[c] - f->z;
@@ -115,6 +118,53 @@ TREE_JOIN(TREE_NAME, _share) (const TsModel *m, const TsQuadTreePlan *plan, int3
 			phi[(size_t) l * row_width + (size_t) (m->tree_group[t] + k) * width + f->feature]
 				+= acc[l / TREE_WIDTH][l % TREE_WIDTH];
 	}
+}
+
+/* Add the sums src into dst, or copy them there when dst holds nothing yet. */
+static inline __attribute__((always_inline)) void
+TREE_JOIN(TREE_NAME, _add) (const double *src, double *dst, size_t level_sums, bool first)
+{
+	const TREE_VEC *s = (const TREE_VEC *) src;
+	TREE_VEC   *d = (TREE_VEC *) dst;
+
+	if (first)
+		memcpy(dst, src, sizeof(double) * level_sums);
+	else
+		for (size_t j = 0; j < level_sums / TREE_WIDTH; j++)
+			d[j] += s[j];
+}
+
+/*
+ * The node at level top is done (its sums complete): a split's sums go to
+ * the tops of the nearest edge on its feature above, its edge's share is
+ * taken, its sums go up to its parent, and its feature's state above is
+ * put back.
+ */
+static inline __attribute__((always_inline)) void
+TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, BlockState *st, int32_t top,
+							   int32_t q, const double *w, int32_t nrows, double *phi)
+{
+	int64_t		n = m->tree_offset[t] + f->node;
+	size_t		level_sums = (size_t) ts_leaf_size(m) * q * TS_QUAD_LANES;
+
+	if (m->left[n] != -1 && st->edge_level[m->split_feature[n]] >= 0)
+	{
+		int32_t		to = st->edge_level[m->split_feature[n]];
+
+		TREE_JOIN(TREE_NAME, _add) (st->sums + (size_t) top * level_sums, st->tops + (size_t) to * level_sums,
+									level_sums, !st->frames[to].has_tops);
+		st->frames[to].has_tops = true;
+	}
+	if (top == 0)
+		return;
+	TREE_JOIN(TREE_NAME, _share) (m, t, f, st, top, q, w, nrows, phi);
+	/* the parent's sums: its left child's, then plus its right child's */
+	TREE_JOIN(TREE_NAME, _add) (st->sums + (size_t) top * level_sums, st->sums + (size_t) (top - 1) * level_sums,
+								level_sums, st->frames[top - 1].phase == 1);
+	st->merged_z[f->feature] = f->prev_z;
+	st->edge_level[f->feature] = f->prev_level;
+	memcpy(st->merged_o + (size_t) f->feature * TS_QUAD_LANES,
+		   st->saved_o + (size_t) top * TS_QUAD_LANES, sizeof(double) * TS_QUAD_LANES);
 }
 
 /* Tree t's contributions for the block's rows. */
@@ -125,7 +175,7 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 	int64_t		base = m->tree_offset[t];
 	int32_t		q = plan->points[t];
 	int32_t		k_values = ts_leaf_size(m);
-	size_t		per_node = (size_t) k_values * q * TREE_CHUNKS;	/* vectors of sums per node */
+	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
 	int32_t		top = 0;
 	const double *x,
 			   *w;
@@ -138,39 +188,24 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 	{
 		TreeFrame  *f = &st->frames[top];
 		int64_t		n = base + f->node;
-		TREE_VEC   *s = (TREE_VEC *) st->sums + (size_t) f->node * per_node;
 
+		ts_check_interrupts_after((4 + 4 * (int64_t) q * k_values) * nrows);
 		if (m->left[n] != -1 && f->phase < 2)
 		{
-			ts_check_interrupts_after((4 + 4 * (int64_t) q * k_values) * nrows);
 			TREE_JOIN(TREE_NAME, _push) (m, t, rows, nrows, f, st, top, q, x);
 			top++;
 			continue;
 		}
-		ts_check_interrupts_after((1 + (int64_t) k_values * q) * nrows);
 		if (m->left[n] == -1)
 		{
 			TREE_VEC   *prod = (TREE_VEC *) (st->prods + (size_t) top * q * TS_QUAD_LANES);
+			TREE_VEC   *s = (TREE_VEC *) (st->sums + (size_t) top * level_sums);
 
 			for (int32_t k = 0; k < k_values; k++)
 				for (int32_t j = 0; j < q * TREE_CHUNKS; j++)
 					s[k * q * TREE_CHUNKS + j] = m->leaf_value[n * k_values + k] * prod[j];
 		}
-		else
-		{
-			TREE_VEC   *sl = (TREE_VEC *) st->sums + (size_t) m->left[n] * per_node;
-			TREE_VEC   *sr = (TREE_VEC *) st->sums + (size_t) m->right[n] * per_node;
-
-			for (size_t j = 0; j < per_node; j++)
-				s[j] = sl[j] + sr[j];
-		}
-		if (f->feature >= 0)
-		{
-			TREE_JOIN(TREE_NAME, _share) (m, plan, t, f, st, top, q, w, nrows, phi);
-			st->merged_z[f->feature] = f->prev_z;
-			memcpy(st->merged_o + (size_t) f->feature * TS_QUAD_LANES,
-				   st->saved_o + (size_t) top * TS_QUAD_LANES, sizeof(double) * TS_QUAD_LANES);
-		}
+		TREE_JOIN(TREE_NAME, _finish) (m, t, f, st, top, q, w, nrows, phi);
 		top--;
 	}
 }

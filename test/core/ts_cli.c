@@ -1,12 +1,12 @@
 /*
  * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
- *   ts_cli contribs MODEL CSV [treeshap|quadrature|tree|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]]
+ *   ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]]
  *                               print pred_contribs rows (outputs x (features+1));
  *                               lanes: quadrature in blocks of rows (ts_quad_rows), on
  *                               the CPU's widest instruction set or the one named
  *                               (avx512, avx2, x86-64; exit 2 if the CPU lacks it)
- *                               tree, tree-lanes: quadrature carried down each tree
- *                               (ts_quad_tree), a row at a time or in blocks of rows
+ *                               tree-lanes: quadrature carried down each tree
+ *                               (ts_quad_tree), in blocks of rows
  *                               gpu-layout evaluates the GPU quadrature layout
  *                               (src/gpu/ts_gpu_quad.c) on the host as the kernel does
  *   ts_cli margin MODEL CSV     print margins
@@ -261,30 +261,16 @@ run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm
 	double	   *phi = malloc(sizeof(double) * width);
 	double	   *scratch = malloc(sizeof(double) * ts_cpu_scratch_len(pt));
 	bool		layout = strcmp(algorithm, "gpu-layout") == 0;
-	bool		tree = strcmp(algorithm, "tree") == 0;
-	TsQuadTreePlan *plan = tree ? ts_quad_tree_plan(m) : NULL;
-	double	   *tree_scratch = tree ? malloc(sizeof(double) * ts_quad_tree_scratch_len(m, plan)) : NULL;
 	TsGpuQuadDesc *q = layout ? ts_gpu_quad_build(pt) : NULL;
 	TsPacking  *pk = ts_pack_paths(pt, TS_PACK_NEXT_FIT);	/* its long paths: the GPU's CPU route */
 
 	if (f == NULL)
-	{
-		ts_quad_tree_plan_free(plan);
-		free(tree_scratch);
 		return 2;
-	}
 	while (getline(&line, &cap, f) > 0)
 	{
 		parse_row(line, row, m);
 		if (contribs && layout)
 			layout_shap_row(pt, q, pk, row, phi, scratch);
-		else if (contribs && tree)
-		{
-			memset(phi, 0, sizeof(double) * width);
-			for (int32_t k = 0; k < m->num_outputs; k++)
-				phi[(size_t) k * (m->num_features + 1) + m->num_features] = pt->bias[k];
-			ts_quad_tree_row(m, plan, row, phi, tree_scratch);
-		}
 		else if (contribs)
 			ts_cpu_shap_row(pt, strcmp(algorithm, "quadrature") == 0 ? TS_SHAP_QUADRATURE : TS_SHAP_TREESHAP,
 							row, phi, scratch);
@@ -309,8 +295,6 @@ run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm
 	ts_pack_free(pk);
 	ts_gpu_quad_free(q);
 	ts_paths_free(pt);
-	ts_quad_tree_plan_free(plan);
-	free(tree_scratch);
 	return 0;
 }
 
@@ -638,6 +622,6 @@ main(int argc, char **argv)
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }
