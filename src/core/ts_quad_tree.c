@@ -97,6 +97,7 @@ long_nodes(const TsModel *m, TsQuadTreePlan *plan)
 		}
 }
 
+/* Tree t's points and weights. */
 void
 ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, const double **w)
 {
@@ -111,6 +112,7 @@ ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, cons
 		ts_quad_nodes(n, x, w, NULL);
 }
 
+/* Each tree's points, from its most distinct features on a path. */
 TsQuadTreePlan *
 ts_quad_tree_plan(const TsModel *m)
 {
@@ -136,6 +138,7 @@ ts_quad_tree_plan(const TsModel *m)
 	return plan;
 }
 
+/* Free the plan and its arrays. */
 void
 ts_quad_tree_plan_free(TsQuadTreePlan *plan)
 {
@@ -201,6 +204,7 @@ tree_fn(void)
 	return tree_plain;
 }
 
+/* The block state's lane arrays and frames, for the deepest tree and most points. */
 size_t
 ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 {
@@ -214,6 +218,7 @@ ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
 }
 
+/* Carve the block state out of scratch and walk every tree on the chosen instruction set. */
 void
 ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *rows, int32_t nrows, double *phi,
 				  double *scratch)
