@@ -109,7 +109,6 @@ TREE_JOIN(TREE_NAME, _share) (const TsModel *m, int32_t t, const TreeFrame *f, B
 
 				if (f->has_tops)
 					own -= below[c];
-
 				acc[c] += w[i] * own / (g[c] + zero) * (1.0 - zero);
 			}
 		}
