@@ -316,6 +316,30 @@ ts_model_paths(TsCachedModel *entry)
 	return entry->paths;
 }
 
+/* The entry's tree plan, built at its first use in a context of the call's (as the path table is). */
+const TsQuadTreePlan *
+ts_model_tree_plan(TsCachedModel *entry)
+{
+	if (!entry->tree_plan_tried && !entry->interface_only)
+	{
+		MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "treeshap tree plan",
+												  ALLOCSET_SMALL_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(ctx);
+		TsQuadTreePlan *plan = ts_quad_tree_plan(entry->model);
+
+		MemoryContextSwitchTo(old);
+		if (ts_quad_tree_fits(entry->model, plan))
+		{
+			MemoryContextSetParent(ctx, entry->context);
+			entry->tree_plan = plan;
+		}
+		else
+			MemoryContextDelete(ctx);
+		entry->tree_plan_tried = true;
+	}
+	return entry->tree_plan;
+}
+
 /* Take the model's interface from the GPU service, which holds (or now loads) the model. */
 static TsCachedModel *
 build_interface_entry(const char *name, const StoredModel *stored)

@@ -6,6 +6,7 @@
 #define TS_CATALOG_H
 
 #include "core/ts_paths.h"
+#include "core/ts_quad_tree.h"
 #include "service/ts_pg_compat.h"
 
 typedef struct TsCachedModel TsCachedModel;
@@ -22,6 +23,8 @@ struct TsCachedModel
 	TsModel    *model;
 	TsPathTable *paths;			/* NULL until ts_model_paths builds it */
 	int64		num_paths;		/* of the whole path table, once built */
+	TsQuadTreePlan *tree_plan;	/* the quadrature walk's plan, once built (NULL: none yet, or none fits) */
+	bool		tree_plan_tried;	/* whether ts_model_tree_plan has been asked */
 	int64	   *long_paths;		/* paths too long for the GPU, listed on first GPU use */
 	int64		num_long;
 	int			pins;			/* calls using it now; retired entries wait for 0 */
@@ -40,6 +43,13 @@ extern void ts_model_release(TsCachedModel *entry);
 
 /* The entry's path table, built at its first use (predictions walk the trees without one). */
 extern const TsPathTable *ts_model_paths(TsCachedModel *entry);
+
+/*
+ * The plan of the quadrature carried down each tree, built at its first use;
+ * NULL for an entry without trees (from the GPU service) or trees too deep
+ * to walk (ts_quad_tree_fits): the path table's lanes serve those.
+ */
+extern const TsQuadTreePlan *ts_model_tree_plan(TsCachedModel *entry);
 
 /*
  * A model's catalog identity (name, version, length, digest) in an entry

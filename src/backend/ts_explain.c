@@ -541,6 +541,27 @@ shap_row_gpu(TsCachedModel *cached, const float *x, TsGpuRun **run)
 }
 
 /*
+ * One row's contributions on the CPU: by quadrature down each tree as the
+ * table forms compute them (the same bytes), else through the paths.
+ */
+static double *
+shap_row_cpu(TsCachedModel *cached, const float *x)
+{
+	const TsModel *m = cached->model;
+	const TsPathTable *pt = ts_model_paths(cached);
+	TsShapAlgorithm algorithm = (TsShapAlgorithm) ts_cpu_algorithm();
+	const TsQuadTreePlan *plan = algorithm == TS_SHAP_QUADRATURE ? ts_model_tree_plan(cached) : NULL;
+	double	   *phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
+
+	if (plan != NULL)
+		ts_quad_tree_contribs(m, plan, pt->bias, x, 1, phi,
+							  palloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan)));
+	else
+		ts_cpu_shap_row(pt, algorithm, x, phi, palloc(sizeof(double) * ts_cpu_scratch_len(pt)));
+	return phi;
+}
+
+/*
  * treeshap.shap_values(model, features float8[]): one row's contributions.
  * One row is quicker on the CPU, so auto stays there; gpu forces the GPU.
  */
@@ -568,12 +589,7 @@ treeshap_shap_values(PG_FUNCTION_ARGS)
 		if (use_gpu)
 			phi = shap_row_gpu(cached, x, (TsGpuRun **) &run);
 		else
-		{
-			const TsPathTable *pt = ts_model_paths(cached);
-
-			phi = palloc(sizeof(double) * (size_t) m->num_outputs * (m->num_features + 1));
-			ts_cpu_shap_row(pt, ts_cpu_algorithm(), x, phi, palloc(sizeof(double) * ts_cpu_scratch_len(pt)));
-		}
+			phi = shap_row_cpu(cached, x);
 		result = contribs_array(phi, m->num_outputs, m->num_features);
 		/* copy out of SPI's memory before SPI_finish frees it */
 		result = (ArrayType *) DatumGetPointer(SPI_datumTransfer(PointerGetDatum(result), false, -1));

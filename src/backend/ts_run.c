@@ -83,9 +83,24 @@ phase_charge(TsPhaseClock *c, instr_time *phase)
  */
 #define TS_CPU_RESULT_BYTES ((Size) 64 * 1024 * 1024)
 
-/* What the CPU computes for a result kind with this model and path table, on how many threads; returns the rows per run. */
+/*
+ * The tree plan for a call's path-dependent contributions by quadrature
+ * (the kinds in SHAP values or top features), or NULL: through the paths.
+ * An interventional call's background, set later, keeps its own route.
+ */
+static const TsQuadTreePlan *
+tree_plan_for(const TsEmitter *em, TsCachedModel *entry)
+{
+	if (em->kind == TS_RESULT_PREDICT || em->kind == TS_RESULT_INTERACTIONS ||
+		em->algorithm != TS_SHAP_QUADRATURE || em->background != NULL)
+		return NULL;
+	return ts_model_tree_plan(entry);
+}
+
+/* What the CPU computes for a result kind with this model, path table and tree plan, on how many threads; returns the rows per run. */
 static int64
-cpu_rows_init(const TsEmitter *em, TsCpuRows *r, const TsModel *model, const TsPathTable *paths)
+cpu_rows_init(const TsEmitter *em, TsCpuRows *r, const TsModel *model, const TsPathTable *paths,
+			  const TsQuadTreePlan *tree_plan)
 {
 	Size		row_bytes;
 	int64		span;
@@ -97,6 +112,7 @@ cpu_rows_init(const TsEmitter *em, TsCpuRows *r, const TsModel *model, const TsP
 	r->background = em->background;
 	r->model = model;
 	r->paths = paths;
+	r->tree_plan = tree_plan;
 	r->algorithm = em->algorithm;
 	r->method = em->spec.method;
 	r->selection = em->spec.selection;
@@ -272,7 +288,7 @@ ts_run_cpu(TsEmitter *em, TsCachedModel *cached, const TsSource *src, Oid key_ty
 {
 	TsBatchReader reader;
 	TsCpuRows	rows;
-	int64		span = cpu_rows_init(em, &rows, em->model, em->paths);
+	int64		span = cpu_rows_init(em, &rows, em->model, em->paths, tree_plan_for(em, cached));
 
 	ts_batch_open_source(&reader, src, cached->model, key_type);
 	if (ts_cpu_rows_can_overlap(&rows))
@@ -327,7 +343,7 @@ finish_on_cpu(TsEmitter *em, TsBatchReader *reader, TsCachedModel *cached, TsGpu
 					 errdetail("The call could not finish on the CPU with the model it started with."),
 					 errhint("Run the call again.")));
 		span = cpu_rows_init(em, &rows, trees->model,
-							 em->kind == TS_RESULT_PREDICT ? NULL : ts_model_paths(trees));
+							 em->kind == TS_RESULT_PREDICT ? NULL : ts_model_paths(trees), tree_plan_for(em, trees));
 		cpu_rows_from(em, &rows, span, ts_gpu_run_input(run, slot), n, &ks[slot]);
 		cpu_rows_from(em, &rows, span, ts_gpu_run_input(run, 1 - slot), next_n, &ks[1 - slot]);
 		reader->x_target = NULL;

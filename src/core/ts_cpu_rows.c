@@ -45,7 +45,8 @@ shap_scratch_len(const TsCpuRows *r)
 				plan;
 
 	if (in_lanes(r))
-		return ts_quad_rows_scratch_len(r->paths);
+		return r->tree_plan != NULL ? ts_quad_tree_rows_scratch_len(r->model, r->tree_plan)
+			: ts_quad_rows_scratch_len(r->paths);
 	if (r->background == NULL)
 		return ts_cpu_scratch_len(r->paths);
 	/* the plan is chosen at the first batch: room for either route */
@@ -98,6 +99,16 @@ top_features_row(const TsCpuRows *r, const float *x, double *out, double *scratc
 	ts_topk_row(phi, outputs, features, r->top_k, out);
 }
 
+/* A block's contributions: down each tree when the run has a tree plan, else through each path. */
+static void
+block_contribs(const TsCpuRows *r, const float *x, int32_t n, double *phi, double *scratch)
+{
+	if (r->tree_plan != NULL)
+		ts_quad_tree_contribs(r->model, r->tree_plan, r->paths->bias, x, n, phi, scratch);
+	else
+		ts_quad_rows(r->paths, x, n, phi, scratch);
+}
+
 /*
  * Blocks [first, first + count) of TS_QUAD_LANES rows each (the pool hands
  * out blocks in lanes, so only the run's last block is short): their
@@ -117,10 +128,10 @@ lanes_task(const TsCpuRows *r, int64_t first, int64_t count, double *scratch)
 
 		if (r->kind == TS_ROWS_SHAP)
 		{
-			ts_quad_rows(r->paths, r->x + (size_t) i * nf, n, r->out + (size_t) i * width, scratch);
+			block_contribs(r, r->x + (size_t) i * nf, n, r->out + (size_t) i * width, scratch);
 			continue;
 		}
-		ts_quad_rows(r->paths, r->x + (size_t) i * nf, n, scratch, scratch + TS_QUAD_LANES * row_width);
+		block_contribs(r, r->x + (size_t) i * nf, n, scratch, scratch + TS_QUAD_LANES * row_width);
 		for (int32_t l = 0; l < n; l++)
 			ts_topk_row(scratch + (size_t) l * row_width, r->model->num_outputs, (int32_t) nf, r->top_k,
 						r->out + (size_t) (i + l) * width);

@@ -12,6 +12,7 @@
 #include "core/ts_interventional.h"
 #include "core/ts_interventional_plan.h"
 #include "core/ts_quad_lanes.h"
+#include "core/ts_quad_tree.h"
 #include "core/ts_row_pool.h"
 #include "core/ts_shap_cpu.h"
 #include "core/ts_topk.h"
@@ -39,6 +40,8 @@ typedef struct TsCpuRows
 										 * it; NULL for path-dependent */
 	const TsIvPlan *iv_plan;	/* the background grouped per path, or NULL: the walk;
 								 * set by the caller before the first batch */
+	const TsQuadTreePlan *tree_plan;	/* path-dependent quadrature carried down each tree
+										 * (one that fits), or NULL: through the paths */
 	int			threads;		/* threads the scratch is for, the caller's included */
 	double	   *scratch;		/* per thread: scratch_len doubles each */
 	size_t		scratch_len;

@@ -250,3 +250,25 @@ ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *row
 	for (int32_t t = 0; t < m->num_trees; t++)
 		fn(m, plan, t, rows, nrows, phi, &st);
 }
+
+/* Bias in each row's last column of every output, zero elsewhere, then every tree's walk. */
+void
+ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double *bias, const float *rows,
+					  int32_t nrows, double *phi, double *scratch)
+{
+	size_t		columns = (size_t) m->num_features + 1;
+	size_t		width = (size_t) m->num_outputs * columns;
+
+	memset(phi, 0, sizeof(double) * width * (size_t) nrows);
+	for (int32_t l = 0; l < nrows; l++)
+		for (int32_t k = 0; k < m->num_outputs; k++)
+			phi[(size_t) l * width + (size_t) k * columns + columns - 1] = bias[k];
+	ts_quad_tree_rows(m, plan, rows, nrows, phi, scratch);
+}
+
+/* Whether the walk's scratch stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
+bool
+ts_quad_tree_fits(const TsModel *m, const TsQuadTreePlan *plan)
+{
+	return ts_quad_tree_rows_scratch_len(m, plan) <= TS_QUAD_TREE_SCRATCH_MAX;
+}

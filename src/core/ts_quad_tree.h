@@ -45,4 +45,22 @@ extern size_t ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePl
 extern void ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *rows, int32_t nrows,
 							  double *phi, double *scratch);
 
+/*
+ * The rows' whole contributions: phi rows set to the model's bias (a path
+ * table's bias, one per output) in the last column and zero elsewhere, then
+ * every tree's walk added.
+ */
+extern void ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double *bias,
+								  const float *rows, int32_t nrows, double *phi, double *scratch);
+
+/*
+ * Scratch doubles per thread past which a model's trees are too deep to walk
+ * (a level costs points x lanes doubles): such a model (thousands of levels)
+ * takes the path table's lanes, whose scratch follows its merged paths.
+ */
+#define TS_QUAD_TREE_SCRATCH_MAX ((size_t) 1 << 20)
+
+/* Whether the walk's scratch for this model stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
+extern bool ts_quad_tree_fits(const TsModel *m, const TsQuadTreePlan *plan);
+
 #endif							/* TS_QUAD_TREE_H */

@@ -224,13 +224,7 @@ run_blocks(const TsModel *m, const char *csv, const char *isa, bool tree)
 		if (n < TS_QUAD_LANES && (more || n == 0))
 			continue;
 		if (tree)
-		{
-			memset(phi, 0, sizeof(double) * width * (size_t) n);
-			for (int32_t l = 0; l < n; l++)
-				for (int32_t k = 0; k < m->num_outputs; k++)
-					phi[(size_t) l * width + (size_t) k * (m->num_features + 1) + m->num_features] = pt->bias[k];
-			ts_quad_tree_rows(m, plan, rows, n, phi, scratch);
-		}
+			ts_quad_tree_contribs(m, plan, pt->bias, rows, n, phi, scratch);
 		else
 			ts_quad_rows(pt, rows, n, phi, scratch);
 		for (int32_t l = 0; l < n; l++, printf("\n"))
