@@ -86,7 +86,7 @@ phase_charge(TsPhaseClock *c, instr_time *phase)
 /*
  * The tree plan for a call's path-dependent contributions by quadrature
  * (the kinds in SHAP values or top features), or NULL: through the paths.
- * An interventional call's background, set later, keeps its own route.
+ * A call with a background (interventional) keeps its own route.
  */
 static const TsQuadTreePlan *
 tree_plan_for(const TsEmitter *em, TsCachedModel *entry)
