@@ -13,7 +13,7 @@ TS_BASE_SRCS = base/ts_error.c base/ts_alloc.c base/ts_alloc_tracked.c base/ts_i
 TS_MODEL_SRCS = model/ts_json.c model/ts_ubjson.c model/ts_model.c model/ts_catdict.c \
     model/ts_cityhash.c model/ts_xgboost.c model/ts_xgboost_cats.c model/ts_lightgbm.c \
     model/ts_catboost.c model/ts_treelite.c
-TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_quad_lanes.c core/ts_quad_tree.c \
+TS_CORE_SRCS = core/ts_paths.c core/ts_shap_cpu.c core/ts_quadrature.c core/ts_quad_lanes.c core/ts_quad_tree.c core/ts_quad_pairs.c \
     core/ts_interactions.c \
     core/ts_pack.c core/ts_wire.c core/ts_row_pool.c core/ts_cpu_rows.c core/ts_topk.c \
     core/ts_interventional.c core/ts_interventional_paths.c \

@@ -73,7 +73,9 @@ SELECT format('gpu-compare: %s fixtures, %s rows; worst deviation %s (quadrature
                    THEN 'PASS' ELSE 'FAIL' END) AS summary
   FROM per_fixture;
 
--- interaction values (rows 1-20, both methods, all features): GPU against CPU
+-- interaction values (rows 1-20, both methods, all features): GPU against CPU, both by
+-- the dynamic programme (the GPU's only one; the CPU's quadrature for Shapley values is
+-- checked against it and against closed-form references in test/core/lanes_check.py)
 CREATE FUNCTION pg_temp.interactions_all() RETURNS TABLE (fixture text, method text, id bigint,
                                                          output int, a text, b text, v float8)
 LANGUAGE sql AS $$
@@ -83,7 +85,9 @@ LANGUAGE sql AS $$
                 pg_temp.fx_query(f.fixture) || ' AND id <= 20', method => m.method) i
 $$;
 SET treeshap.device = cpu;
+SET treeshap.algorithm = treeshap;
 CREATE TEMP TABLE inter_cpu AS SELECT * FROM pg_temp.interactions_all();
+RESET treeshap.algorithm;
 SET treeshap.device = gpu;
 CREATE TEMP TABLE inter_gpu AS SELECT * FROM pg_temp.interactions_all();
 CREATE TEMP TABLE inter_gpu_again AS SELECT * FROM pg_temp.interactions_all();

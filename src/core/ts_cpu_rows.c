@@ -22,12 +22,18 @@ ts_cpu_rows_width(const TsCpuRows *r)
 	}
 }
 
-/* Whether the run's contributions are path-dependent by quadrature: blocks of rows in lanes. */
+/*
+ * Whether the run goes in blocks of rows in lanes: path-dependent
+ * contributions, or Shapley interaction values, by quadrature.
+ */
 static bool
 in_lanes(const TsCpuRows *r)
 {
-	return (r->kind == TS_ROWS_SHAP || r->kind == TS_ROWS_TOP_FEATURES) && r->background == NULL &&
-		r->algorithm == TS_SHAP_QUADRATURE;
+	if (r->algorithm != TS_SHAP_QUADRATURE)
+		return false;
+	if (r->kind == TS_ROWS_INTERACTIONS)
+		return r->method == TS_INTERACTION_SHAPLEY;
+	return (r->kind == TS_ROWS_SHAP || r->kind == TS_ROWS_TOP_FEATURES) && r->background == NULL;
 }
 
 /* Doubles of one row's contributions. */
@@ -63,7 +69,7 @@ ts_cpu_rows_scratch_len(const TsCpuRows *r)
 		case TS_ROWS_PREDICT:
 			return 0;
 		case TS_ROWS_INTERACTIONS:
-			return ts_interactions_scratch_len(r->paths);
+			return in_lanes(r) ? ts_quad_pairs_scratch_len(r->paths) : ts_interactions_scratch_len(r->paths);
 		case TS_ROWS_TOP_FEATURES:
 			/* the rows' contributions (a block's in lanes), then the SHAP algorithm's own */
 			return (in_lanes(r) ? TS_QUAD_LANES : 1) * shap_width(r) + shap_scratch_len(r);
@@ -112,7 +118,8 @@ block_contribs(const TsCpuRows *r, const float *x, int32_t n, double *phi, doubl
 /*
  * Blocks [first, first + count) of TS_QUAD_LANES rows each (the pool hands
  * out blocks in lanes, so only the run's last block is short): their
- * contributions, or their top features from the block's contributions.
+ * contributions, their top features from the block's contributions, or
+ * their interaction values.
  */
 static void
 lanes_task(const TsCpuRows *r, int64_t first, int64_t count, double *scratch)
@@ -126,6 +133,11 @@ lanes_task(const TsCpuRows *r, int64_t first, int64_t count, double *scratch)
 	{
 		int32_t		n = (int32_t) (end - i < TS_QUAD_LANES ? end - i : TS_QUAD_LANES);
 
+		if (r->kind == TS_ROWS_INTERACTIONS)
+		{
+			ts_quad_pairs_rows(r->paths, r->x + (size_t) i * nf, n, r->selection, r->out + (size_t) i * width, scratch);
+			continue;
+		}
 		if (r->kind == TS_ROWS_SHAP)
 		{
 			block_contribs(r, r->x + (size_t) i * nf, n, r->out + (size_t) i * width, scratch);

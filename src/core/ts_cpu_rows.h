@@ -12,6 +12,7 @@
 #include "core/ts_interventional.h"
 #include "core/ts_interventional_plan.h"
 #include "core/ts_quad_lanes.h"
+#include "core/ts_quad_pairs.h"
 #include "core/ts_quad_tree.h"
 #include "core/ts_row_pool.h"
 #include "core/ts_shap_cpu.h"

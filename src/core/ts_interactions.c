@@ -48,8 +48,8 @@ ts_interactions_scratch_len(const TsPathTable *pt)
 }
 
 /* Whether any element of the path belongs to the selection. */
-static bool
-path_selected(const TsPathTable *pt, int64_t p, const TsFeatureSelection *sel)
+bool
+ts_path_selected(const TsPathTable *pt, int64_t p, const TsFeatureSelection *sel)
 {
 	for (int64_t g = pt->path_start[p] + 1; g < pt->path_start[p + 1]; g++)
 		if (sel->slot[pt->feature[g]] >= 0)
@@ -148,7 +148,7 @@ ts_interactions_add_paths(const TsPathTable *pt, const int64_t *paths, int64_t n
 
 		/* a path's pairs cost about its length times its SHAP values */
 		ts_check_interrupts_after(ts_path_work(pt, p) * ts_path_len(pt, p));
-		if (!path_selected(pt, p, sel) || !ts_shap_fractions(pt, p, row, z, o))
+		if (!ts_path_selected(pt, p, sel) || !ts_shap_fractions(pt, p, row, z, o))
 			continue;
 		add_diagonal(pt, p, method, sel, z, o, w, base);
 		for (int32_t c = 1; c < n; c++)

@@ -35,6 +35,9 @@ extern TsFeatureSelection *ts_selection_make(int32_t num_features, const int32_t
 											 int32_t count);
 extern void ts_selection_free(TsFeatureSelection *sel);
 
+/* Whether any element of path p belongs to the selection. */
+extern bool ts_path_selected(const TsPathTable *pt, int64_t p, const TsFeatureSelection *sel);
+
 /* Scratch doubles the functions below need. */
 extern size_t ts_interactions_scratch_len(const TsPathTable *pt);
 

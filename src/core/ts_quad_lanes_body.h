@@ -126,7 +126,7 @@ LANES_NAME(const TsPathTable *pt, const float *x, int32_t nrows, double *phi, co
 		uint32_t	live;
 
 		ts_check_interrupts_after(ts_path_work(pt, p) * nrows);
-		if (d < 1 || (live = lane_fractions(pt, p, x, nrows, a->o)) == 0)
+		if (d < 1 || (live = ts_lane_fractions(pt, p, x, nrows, a->o)) == 0)
 			continue;
 		LANES_JOIN(LANES_NAME, _integrals) (pt->zero_fraction + start, d, a);
 		LANES_JOIN(LANES_NAME, _shares) (pt, p, d, live, phi, row_width, a);

@@ -7,9 +7,17 @@ x86-64 instruction set bit for bit (the lanes do the per-row operations in
 the same order), on AVX2 and AVX-512 (which fuse multiply-adds) within 1e-12
 relative to max(1, |value|), each where this CPU runs it; and the quadrature
 carried down each tree (src/core/ts_quad_tree.c) in lanes on each set,
-within 1e-12 (its operations are others). Rows go in
+within 1e-12 (its operations are others); and Shapley interaction values by
+quadrature in lanes (src/core/ts_quad_pairs.c) on each set against the dynamic
+programme per row (ts_interactions_row), for all features and for a selection
+of two, within 1e-9 relative to max(1, |value|); on the fixtures whose
+references test/fixtures/make_interactions.py writes by quadrature because
+float TreeSHAP loses digits there (41-element paths), against those references
+within 1e-12 instead, since the dynamic programme loses digits too (4.4e-8 on
+"long"). Rows go in
 blocks of 8: each fixture's rows are followed by their first five again, so
 that the last block is partly filled."""
+import csv
 import glob
 import os
 import subprocess
@@ -20,13 +28,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from layout_check import CLI, FIXTURES, feature_lines, model_of  # noqa: E402
 
 ISAS = ["x86-64", "avx2", "avx512"]
+# fixtures whose Shapley references test/fixtures/make_interactions.py computes by quadrature
+QUADRATURE_REFERENCES = {"long", "long24"}
 # the sanitised build (-O1), and the optimised one (-O2: where the compiler fuses multiply-adds)
 CLIS = [CLI, os.path.join(os.path.dirname(CLI), "ts_cli")]
 
 
-def contribs(model, csv_path, algorithm, cli):
-    """The rows' contributions, or None when the CLI refuses the algorithm (exit 2: no such ISA here)."""
-    res = subprocess.run([cli, "contribs", model, csv_path, algorithm], capture_output=True, text=True)
+def contribs(model, csv_path, algorithm, cli, what="contribs", extra=()):
+    """The rows' contributions (or interaction values: what = "interactions"), or None when
+    the CLI refuses the algorithm (exit 2: no such ISA here)."""
+    res = subprocess.run([cli, what, model, csv_path, algorithm, *extra], capture_output=True, text=True)
     if res.returncode == 2:
         return None
     if res.returncode != 0 or "Sanitizer" in res.stderr or "runtime error" in res.stderr:
@@ -59,8 +70,51 @@ def check(name, ran):
                 if not good:
                     print(f"BAD {name} {algorithm} ({os.path.basename(cli)}): {len(got)} rows of {len(want)}, "
                           f"worst deviation {worst:.3g} > {bound}")
+        ok &= check_interactions(name, model, tmp.name)
     finally:
         os.unlink(tmp.name)
+    return ok
+
+
+def quadrature_references(name, selected):
+    """By row position, the fixture's Shapley matrices' rows of the selected features (all when
+    None), output after output, where make_interactions.py computed them by quadrature; else None."""
+    if name not in QUADRATURE_REFERENCES:
+        return None
+    with open(os.path.join(FIXTURES, name + ".data.csv"), newline="") as f:
+        position = {row[0]: i for i, row in enumerate(csv.reader(f))}
+    refs = {}
+    with open(os.path.join(FIXTURES, name + ".interactions.csv"), newline="") as f:
+        for row_id, _output, matrix in csv.reader(f):
+            values = [float(v) for v in matrix.strip("{}").split(",")]
+            nf = round(len(values) ** 0.5)
+            for a in selected if selected is not None else range(nf):
+                refs.setdefault(position[row_id], []).extend(values[a * nf:(a + 1) * nf])
+    return refs
+
+
+def check_interactions(name, model, csv_path):
+    """Interaction values by quadrature in lanes against the dynamic programme (or the
+    fixture's quadrature references), on each set, for every feature and for features 0 and 2
+    (the optimised build: the sanitised one runs the SHAP checks above)."""
+    ok = True
+    for extra, selected in (((), None), ((",0,2,",), (0, 2))):
+        refs = quadrature_references(name, selected)
+        want = contribs(model, csv_path, "shapley", CLIS[1], "interactions", extra)
+        for isa in ISAS:
+            got = contribs(model, csv_path, "lanes:" + isa, CLIS[1], "interactions", extra)
+            if got is None:
+                continue
+            if refs is not None:
+                pairs, bound = [(a, b) for i, w in refs.items() for a, b in zip(got[i], w)], 1e-12
+            else:
+                pairs, bound = [(a, b) for g, w in zip(got, want) for a, b in zip(g, w)], 1e-9
+            worst = max((abs(a - b) / max(1.0, abs(b)) for a, b in pairs), default=0.0)
+            good = len(got) == len(want) and all(len(g) == len(w) for g, w in zip(got, want)) and worst <= bound
+            ok &= good
+            if not good:
+                print(f"BAD {name} interactions lanes:{isa} {' '.join(extra)}: {len(got)} rows of {len(want)}, "
+                      f"worst deviation {worst:.3g} > {bound}")
     return ok
 
 
@@ -73,7 +127,7 @@ def main():
     if "x86-64" not in ran:
         bad.append("(the plain x86-64 lanes never ran)")
     print(f"lanes-check: {len(names)} fixtures, instruction sets {', '.join(i for i in ISAS if i in ran)}, "
-          f"paths and the quadrature carried down each tree: "
+          f"paths, the quadrature carried down each tree, and interaction values: "
           f"{'PASS' if not bad else 'FAIL ' + ', '.join(bad)}")
     return 1 if bad else 0
 

@@ -10,7 +10,7 @@
  *                               gpu-layout evaluates the GPU quadrature layout
  *                               (src/gpu/ts_gpu_quad.c) on the host as the kernel does
  *   ts_cli margin MODEL CSV     print margins
- *   ts_cli interactions MODEL CSV [shapley|taylor [F,F...]]
+ *   ts_cli interactions MODEL CSV [shapley|taylor|lanes[:ISA] [F,F...]]
  *                               print interaction rows (outputs x selected x features)
  *                               of the listed feature indices, or of all
  *   ts_cli load MODEL...        read each model, print "ok" or the error
@@ -25,6 +25,7 @@
 #include "gpu/ts_gpu_forest.h"
 #include "gpu/ts_gpu_quad.h"
 #include "core/ts_interactions.h"
+#include "core/ts_quad_pairs.h"
 #include "model/ts_model.h"
 #include "core/ts_pack.h"
 #include "core/ts_quad_lanes.h"
@@ -292,26 +293,38 @@ run_rows(const TsModel *m, const char *csv, bool contribs, const char *algorithm
 	return 0;
 }
 
-/* Interaction rows of every CSV line for a method and a feature list ("all" or "3,0,5"). */
+/*
+ * Interaction rows of every CSV line for a method (shapley, taylor, or
+ * lanes[:ISA]: Shapley by quadrature in blocks, ts_quad_pairs_rows) and a
+ * feature list ("all" or "3,0,5").
+ */
 static int
 run_interactions(const TsModel *m, const char *csv, const char *method, const char *list)
 {
-	TsPathTable *pt = ts_paths_build(m);
-	FILE	   *f = fopen(csv, "r");
+	bool		lanes = strncmp(method, "lanes", 5) == 0;
+	TsPathTable *pt;
+	FILE	   *f;
 	char	   *line = NULL;
 	size_t		cap = 0;
-	int32_t    *wanted = calloc((size_t) m->num_features + 1, sizeof(int32_t));
-	int32_t		count = 0;
+	int32_t    *wanted;
+	int32_t		count = 0,
+				n = 0;
 	TsFeatureSelection *sel;
-	float	   *row = malloc(sizeof(float) * (size_t) m->num_features);
+	float	   *rows;
 	double	   *out;
-	double	   *scratch = malloc(sizeof(double) * ts_interactions_scratch_len(pt));
+	double	   *scratch;
 	TsInteractionMethod how = strcmp(method, "taylor") == 0 ? TS_INTERACTION_TAYLOR
 		: TS_INTERACTION_SHAPLEY;
 	size_t		width;
+	bool		more = true;
 
-	if (f == NULL)
+	/* before anything is allocated: an instruction set this CPU lacks is exit 2 */
+	if ((lanes && ts_quad_lanes_isa(method[5] == ':' ? method + 6 : NULL) == NULL) || (f = fopen(csv, "r")) == NULL)
 		return 2;
+	pt = ts_paths_build(m);
+	wanted = calloc((size_t) m->num_features + 1, sizeof(int32_t));
+	rows = malloc(sizeof(float) * (size_t) m->num_features * TS_QUAD_LANES);
+	scratch = malloc(sizeof(double) * (lanes ? ts_quad_pairs_scratch_len(pt) : ts_interactions_scratch_len(pt)));
 	for (int32_t j = 0; list != NULL && j < m->num_features; j++)
 	{
 		char		key[16];
@@ -322,18 +335,26 @@ run_interactions(const TsModel *m, const char *csv, const char *method, const ch
 	}
 	sel = ts_selection_make(m->num_features, list != NULL ? wanted : NULL, count);
 	width = (size_t) m->num_outputs * sel->count * m->num_features;
-	out = malloc(sizeof(double) * (width > 0 ? width : 1));
-	while (getline(&line, &cap, f) > 0)
+	out = malloc(sizeof(double) * (width > 0 ? width : 1) * TS_QUAD_LANES);
+	while (more)
 	{
-		parse_row(line, row, m);
-		ts_interactions_row(pt, row, how, sel, out, scratch);
-		for (size_t i = 0; i < width; i++)
-			printf(i ? ",%.17g" : "%.17g", out[i]);
-		printf("\n");
+		more = getline(&line, &cap, f) > 0;
+		if (more)
+			parse_row(line, rows + (size_t) n++ * m->num_features, m);
+		if (n < (lanes ? TS_QUAD_LANES : 1) && (more || n == 0))
+			continue;
+		if (lanes)
+			ts_quad_pairs_rows(pt, rows, n, sel, out, scratch);
+		else
+			ts_interactions_row(pt, rows, how, sel, out, scratch);
+		for (int32_t l = 0; l < n; l++, printf("\n"))
+			for (size_t i = 0; i < width; i++)
+				printf(i ? ",%.17g" : "%.17g", out[(size_t) l * width + i]);
+		n = 0;
 	}
 	fclose(f);
 	free(line);
-	free(row);
+	free(rows);
 	free(out);
 	free(scratch);
 	free(wanted);
@@ -616,6 +637,6 @@ main(int argc, char **argv)
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [METHOD [,F,F,]] | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [shapley|taylor|lanes[:ISA] [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }
