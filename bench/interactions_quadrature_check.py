@@ -24,7 +24,6 @@ splits, and NAME.rows.f32). Prints the worst deviation from brute force, relativ
 to each tree's largest entry, over ROWS rows (default 3) and every tree.
 """
 import itertools
-import json
 import math
 import os
 import sys
@@ -32,7 +31,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tree_quadrature_check import goes_left, tree_of  # noqa: E402
+from tree_quadrature_check import game, goes_left, worst_over_trees  # noqa: E402
 
 
 def paths(tr, x):
@@ -82,16 +81,7 @@ def by_quadrature(tr, x, nf):
 def brute(tr, x, nf):
     """The tree's interaction matrix by every subset: half the Shapley interaction index
     off the diagonal, phi_a minus the row's others on it (pred_interactions' definition)."""
-    left, right, feat, cover = tr["left"], tr["right"], tr["feat"], tr["cover"]
-    used = sorted({feat[i] for i in range(len(left)) if left[i] != -1})
-
-    def value(i, known):
-        if left[i] == -1:
-            return tr["cond"][i]
-        if feat[i] in known:
-            return value(left[i] if goes_left(tr, i, x) else right[i], known)
-        return (cover[left[i]] * value(left[i], known) + cover[right[i]] * value(right[i], known)) / cover[i]
-
+    used, value = game(tr, x)
     m, out = len(used), np.zeros((nf, nf))
     for a, b in itertools.combinations(used, 2):
         others = [f for f in used if f not in (a, b)]
@@ -100,12 +90,12 @@ def brute(tr, x, nf):
             weight = math.factorial(r) * math.factorial(m - r - 2) / math.factorial(m - 1)
             for sub in itertools.combinations(others, r):
                 s = set(sub)
-                index += weight * (value(0, s | {a, b}) - value(0, s | {a}) - value(0, s | {b}) + value(0, s))
+                index += weight * (value(s | {a, b}) - value(s | {a}) - value(s | {b}) + value(s))
         out[a, b] = out[b, a] = index / 2
     for a in used:
         others = [f for f in used if f != a]
         phi = sum(math.factorial(r) * math.factorial(m - r - 1) / math.factorial(m)
-                  * (value(0, set(sub) | {a}) - value(0, set(sub)))
+                  * (value(set(sub) | {a}) - value(set(sub)))
                   for r in range(m) for sub in itertools.combinations(others, r))
         out[a, a] = phi - (out[a].sum() - out[a, a])
     return out
@@ -114,16 +104,7 @@ def brute(tr, x, nf):
 def main():
     work, name = sys.argv[1], sys.argv[2]
     rows = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    with open(os.path.join(work, name + ".json")) as f:
-        model = json.load(f)
-    nf = int(model["learner"]["learner_model_param"]["num_feature"])
-    trees = [tree_of(t) for t in model["learner"]["gradient_booster"]["model"]["trees"]]
-    x_all = np.fromfile(os.path.join(work, name + ".rows.f32"), dtype=np.float32).reshape(-1, nf)[:rows]
-    worst = 0.0
-    for x in x_all.astype(np.float64):
-        for tr in trees:
-            ref = brute(tr, x, nf)
-            worst = max(worst, np.abs(by_quadrature(tr, x, nf) - ref).max() / max(np.abs(ref).max(), 1e-300))
+    trees, worst = worst_over_trees(work, name, rows, by_quadrature, brute)
     print(f"{name}: {rows} rows x {len(trees)} trees: interaction values by quadrature, worst deviation "
           f"from brute force {worst:.2e} relative")
     return 0 if worst < 1e-12 else 1

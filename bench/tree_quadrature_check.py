@@ -90,31 +90,38 @@ def carried(tr, x, nf):
     return phi
 
 
-def brute(tr, x, nf):
-    """The tree's Shapley values over its features, by every subset (path-dependent expectations)."""
+def game(tr, x):
+    """The tree's features and its path-dependent value of a set of them, value(known): at a
+    split on a known feature follow x, otherwise weigh both children by cover."""
     left, right, feat, cover = tr["left"], tr["right"], tr["feat"], tr["cover"]
     used = sorted({feat[i] for i in range(len(left)) if left[i] != -1})
 
-    def value(i, known):
+    def node_value(i, known):
         if left[i] == -1:
             return tr["cond"][i]
         if feat[i] in known:
-            return value(left[i] if goes_left(tr, i, x) else right[i], known)
-        return (cover[left[i]] * value(left[i], known) + cover[right[i]] * value(right[i], known)) / cover[i]
+            return node_value(left[i] if goes_left(tr, i, x) else right[i], known)
+        return (cover[left[i]] * node_value(left[i], known) + cover[right[i]] * node_value(right[i], known)) / cover[i]
 
+    return used, lambda known: node_value(0, known)
+
+
+def brute(tr, x, nf):
+    """The tree's Shapley values over its features, by every subset (path-dependent expectations)."""
+    used, value = game(tr, x)
     phi, m = np.zeros(nf), len(used)
     for k in used:
         others = [f for f in used if f != k]
         for r in range(m):
             weight = math.factorial(r) * math.factorial(m - r - 1) / math.factorial(m)
             for sub in itertools.combinations(others, r):
-                phi[k] += weight * (value(0, set(sub) | {k}) - value(0, set(sub)))
+                phi[k] += weight * (value(set(sub) | {k}) - value(set(sub)))
     return phi
 
 
-def main():
-    work, name = sys.argv[1], sys.argv[2]
-    rows = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+def worst_over_trees(work, name, rows, evaluate, reference):
+    """The model's trees, and the worst deviation of evaluate(tree, row, features) from
+    reference(...) over its first rows and every tree, relative to each reference's largest entry."""
     with open(os.path.join(work, name + ".json")) as f:
         model = json.load(f)
     nf = int(model["learner"]["learner_model_param"]["num_feature"])
@@ -123,8 +130,15 @@ def main():
     worst = 0.0
     for x in x_all.astype(np.float64):
         for tr in trees:
-            ref = brute(tr, x, nf)
-            worst = max(worst, np.abs(carried(tr, x, nf) - ref).max() / max(np.abs(ref).max(), 1e-300))
+            ref = reference(tr, x, nf)
+            worst = max(worst, np.abs(evaluate(tr, x, nf) - ref).max() / max(np.abs(ref).max(), 1e-300))
+    return trees, worst
+
+
+def main():
+    work, name = sys.argv[1], sys.argv[2]
+    rows = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    trees, worst = worst_over_trees(work, name, rows, carried, brute)
     repeats = sum(1 for tr in trees for below in tr["tops"].values() if below)
     print(f"{name}: {rows} rows x {len(trees)} trees ({repeats} edges with the same feature split below them): "
           f"worst deviation from brute force {worst:.2e} relative")
