@@ -61,7 +61,8 @@ SELECT cmp_ok((SELECT max(abs(have - want) / greatest(1, abs(margin))) FROM cmp
   FROM fx_list f ORDER BY f.fixture;
 
 -- rows of the matrix sum to the SHAP values (explain_shap's quadrature and the
--- interactions' EXTEND/UNWOUNDSUM differ by 7e-9 on the 41-element paths of 'long')
+-- interactions' EXTEND/UNWOUNDSUM, which the GPU uses, differ by 7e-9 on the
+-- 41-element paths of 'long'; the CPU computes both by quadrature)
 SELECT cmp_ok((SELECT max(abs(s.total - e.shap_value) / greatest(1, abs(e.shap_value)))
                  FROM (SELECT id, output, ja, sum(interaction) AS total FROM got
                         WHERE got.fixture = f.fixture AND kind = 'interactions' GROUP BY 1, 2, 3) s

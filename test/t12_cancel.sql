@@ -2,7 +2,7 @@
 -- model is generated here: 100 CatBoost oblivious trees of depth 12 (409,600
 -- paths of 12 features; on one core of a 2-core machine about 0.01 s per
 -- row's SHAP values, carried down each tree, and 1.5 s per block of 8 rows'
--- interaction values by quadrature), so a batch of 5,000 rows (100 for
+-- interaction values by quadrature), so a batch of 5,000 rows (2,000 for
 -- interactions) runs for tens of seconds there, and seconds on a host with
 -- faster cores, unless the loops inside it look for interrupts.
 -- Every ERROR must arrive within 2 s of the timeout, the cancel or the
@@ -107,8 +107,8 @@ SELECT cmp_ok(pg_temp.stopped_after($$SELECT count(*) FROM treeshap.explain_shap
 SELECT cmp_ok(pg_temp.stopped_after($$SELECT count(*) FROM treeshap.feature_importance('t12_big', 'SELECT * FROM t12_rows')$$),
               '<', 3000::float8, 'statement_timeout stops feature_importance inside a batch, within 2 s');
 SELECT cmp_ok(pg_temp.stopped_after($$SELECT count(*) FROM treeshap.explain_interactions('t12_big',
-                                      'SELECT * FROM t12_rows WHERE id <= 100')$$),
-              '<', 3000::float8, 'statement_timeout stops explain_interactions inside a batch of 100 rows, within 2 s');
+                                      'SELECT * FROM t12_rows WHERE id <= 2000')$$),
+              '<', 3000::float8, 'statement_timeout stops explain_interactions inside a batch of 2,000 rows, within 2 s');
 RESET statement_timeout;
 
 SELECT is((SELECT count(*) FROM treeshap.explain_shap_wide('t12_big', 'SELECT * FROM t12_rows WHERE id <= 2')),
@@ -124,7 +124,7 @@ SELECT is((SELECT n FROM dblink('other', $$SELECT count(*) FROM treeshap.explain
                                  'SELECT * FROM t12_rows WHERE id <= 2')$$) AS t(n bigint)),
           2::bigint, 'the cancelled session goes on');
 SELECT ok((SELECT ms < 2000 FROM pg_temp.stop_other($$SELECT count(*) FROM treeshap.explain_interactions('t12_big',
-                                     'SELECT * FROM t12_rows WHERE id <= 100')$$, true)),
+                                     'SELECT * FROM t12_rows WHERE id <= 2000')$$, true)),
           'pg_terminate_backend ends another session inside explain_interactions'' first batch, within 2 s');
 
 -- On the GPU (through the service, where one is ready, or its emulated devices):

@@ -10,6 +10,9 @@ a path table costs before repeated features merge. Kinds (name: depth, features,
   chain200k:  200,000 levels, 3 features, one tree
   chain5k:    5,000 levels, 1,500 features (each of the first 1,500 levels its own), one tree
   forest:     64 trees of 2,000 levels over 200 features
+  chain90:    90 levels over 80 features, two trees: paths of up to 80 merged features,
+              past the 64 that interaction values take in vector lanes
+              (test/core/lanes_check.py: the rest go through the dynamic programme)
 
 Usage: make_models.py KIND [OUT]   (OUT defaults to stdout). Deterministic.
 """
@@ -23,6 +26,7 @@ KINDS = {
     "chain200k": (200000, 3, 1),
     "chain5k": (5000, 1500, 1),
     "forest": (2000, 200, 64),
+    "chain90": (90, 80, 2),
 }
 
 
