@@ -112,6 +112,27 @@ ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, cons
 		ts_quad_nodes(n, x, w, NULL);
 }
 
+/* Every node's cover over its parent's (the root's is never read). */
+static void
+zero_fractions(const TsModel *m, TsQuadTreePlan *plan)
+{
+	plan->zero_fraction = ts_alloc0(sizeof(double) * (size_t) (m->num_nodes > 0 ? m->num_nodes : 1));
+	for (int32_t t = 0; t < m->num_trees; t++)
+	{
+		int64_t		base = m->tree_offset[t];
+
+		ts_check_interrupts_after(m->tree_offset[t + 1] - base);
+		for (int64_t n = base; n < m->tree_offset[t + 1]; n++)
+			if (m->left[n] != -1)
+			{
+				double		parent = m->cover[n];
+
+				plan->zero_fraction[base + m->left[n]] = parent > 0.0 ? m->cover[base + m->left[n]] / parent : 0.0;
+				plan->zero_fraction[base + m->right[n]] = parent > 0.0 ? m->cover[base + m->right[n]] / parent : 0.0;
+			}
+	}
+}
+
 /* Each tree's points, from its most distinct features on a path. */
 TsQuadTreePlan *
 ts_quad_tree_plan(const TsModel *m)
@@ -132,6 +153,7 @@ ts_quad_tree_plan(const TsModel *m)
 		plan->max_points = plan->points[t] > plan->max_points ? plan->points[t] : plan->max_points;
 	}
 	long_nodes(m, plan);
+	zero_fractions(m, plan);
 	ts_free(count);
 	ts_free(stack);
 	ts_free(phase);
@@ -147,6 +169,7 @@ ts_quad_tree_plan_free(TsQuadTreePlan *plan)
 	ts_free(plan->points);
 	ts_free(plan->long_nodes);
 	ts_free(plan->long_offset);
+	ts_free(plan->zero_fraction);
 	ts_free(plan);
 }
 
@@ -163,11 +186,17 @@ typedef struct BlockState
 	double	   *sums;			/* per level, value and point: the node's leaf values times products */
 	double	   *tops;			/* per level, value and point: the same of the topmost splits on the
 								 * edge's feature below it, whose leaves it does not take */
+	double	   *phi_lanes;		/* per output and column: the block's contributions (a lane array),
+								 * added to as whole vectors, not one row at a time */
 	TreeFrame  *frames;
 } BlockState;
 
+/* Each lane's index, loaded a vector at a time to pick a lane's bit out of a mask of rows. */
+static const int64_t ts_tree_lane_index[TS_QUAD_LANES] = {0, 1, 2, 3, 4, 5, 6, 7};
+_Static_assert(TS_QUAD_LANES == 8, "ts_tree_lane_index names every lane");
+
 typedef void (*TreeFn) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows, int32_t nrows,
-						double *phi, BlockState *st);
+						BlockState *st);
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
@@ -204,9 +233,9 @@ tree_fn(void)
 	return tree_plain;
 }
 
-/* The block state's lane arrays and frames, for the deepest tree and most points. */
-size_t
-ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
+/* The walk's lane arrays and frames, for the deepest tree and most points. */
+static size_t
+walk_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 {
 	size_t		q = (size_t) plan->max_points;
 	size_t		depth = (size_t) m->max_depth + 2;
@@ -218,57 +247,71 @@ ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
 }
 
-/* Carve the block state out of scratch and walk every tree on the chosen instruction set. */
-void
-ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *rows, int32_t nrows, double *phi,
-				  double *scratch)
+/* The walk's scratch, then the block's contributions in lanes. */
+size_t
+ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
+{
+	return walk_scratch_len(m, plan) + (size_t) m->num_outputs * ((size_t) m->num_features + 1) * TS_QUAD_LANES;
+}
+
+/* Carve the block state out of scratch (the lane contributions first, at the vectors' alignment). */
+static void
+carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch, BlockState *st)
 {
 	size_t		q = (size_t) plan->max_points;
 	size_t		depth = (size_t) m->max_depth + 2;
 	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
 	size_t		lanes = TS_QUAD_LANES;
 	size_t		values = (size_t) ts_leaf_size(m);
-	BlockState	st;
-	TreeFn		fn = tree_fn();
 
-	st.merged_z = scratch;
-	st.merged_o = st.merged_z + nf;
-	st.edge_o = st.merged_o + nf * lanes;
-	st.saved_o = st.edge_o + depth * lanes;
-	st.prods = st.saved_o + depth * lanes;
-	st.factors = st.prods + depth * q * lanes;
-	st.sums = st.factors + depth * q * lanes;
-	st.tops = st.sums + depth * values * q * lanes;
-	st.edge_level = (int32_t *) (st.tops + depth * values * q * lanes);
-	st.frames = (TreeFrame *) (st.tops + depth * values * q * lanes + (nf + 1) / 2);
+	st->phi_lanes = scratch;
+	st->merged_z = st->phi_lanes + (size_t) m->num_outputs * ((size_t) m->num_features + 1) * lanes;
+	st->merged_o = st->merged_z + nf;
+	st->edge_o = st->merged_o + nf * lanes;
+	st->saved_o = st->edge_o + depth * lanes;
+	st->prods = st->saved_o + depth * lanes;
+	st->factors = st->prods + depth * q * lanes;
+	st->sums = st->factors + depth * q * lanes;
+	st->tops = st->sums + depth * values * q * lanes;
+	st->edge_level = (int32_t *) (st->tops + depth * values * q * lanes);
+	st->frames = (TreeFrame *) (st->tops + depth * values * q * lanes + (nf + 1) / 2);
 	for (size_t f = 0; f < nf; f++)
 	{
-		st.merged_z[f] = -1.0;
-		st.edge_level[f] = -1;
+		st->merged_z[f] = -1.0;
+		st->edge_level[f] = -1;
 	}
-	memset(st.merged_o, 0, sizeof(double) * nf * lanes);
-	for (int32_t t = 0; t < m->num_trees; t++)
-		fn(m, plan, t, rows, nrows, phi, &st);
+	memset(st->merged_o, 0, sizeof(double) * nf * lanes);
 }
 
-/* Bias in each row's last column of every output, zero elsewhere, then every tree's walk. */
+/*
+ * The bias in each output's last column of the lane contributions, every
+ * tree walked on the chosen instruction set, then the lanes written out as
+ * the rows' phi.
+ */
 void
 ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double *bias, const float *rows,
 					  int32_t nrows, double *phi, double *scratch)
 {
 	size_t		columns = (size_t) m->num_features + 1;
 	size_t		width = (size_t) m->num_outputs * columns;
+	BlockState	st;
+	TreeFn		fn = tree_fn();
 
-	memset(phi, 0, sizeof(double) * width * (size_t) nrows);
+	carve_block_state(m, plan, scratch, &st);
+	memset(st.phi_lanes, 0, sizeof(double) * width * TS_QUAD_LANES);
+	for (int32_t k = 0; k < m->num_outputs; k++)
+		for (int32_t l = 0; l < TS_QUAD_LANES; l++)
+			st.phi_lanes[((size_t) k * columns + columns - 1) * TS_QUAD_LANES + l] = bias[k];
+	for (int32_t t = 0; t < m->num_trees; t++)
+		fn(m, plan, t, rows, nrows, &st);
 	for (int32_t l = 0; l < nrows; l++)
-		for (int32_t k = 0; k < m->num_outputs; k++)
-			phi[(size_t) l * width + (size_t) k * columns + columns - 1] = bias[k];
-	ts_quad_tree_rows(m, plan, rows, nrows, phi, scratch);
+		for (size_t j = 0; j < width; j++)
+			phi[(size_t) l * width + j] = st.phi_lanes[j * TS_QUAD_LANES + l];
 }
 
 /* Whether the walk's scratch stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
 bool
 ts_quad_tree_fits(const TsModel *m, const TsQuadTreePlan *plan)
 {
-	return ts_quad_tree_rows_scratch_len(m, plan) <= TS_QUAD_TREE_SCRATCH_MAX;
+	return walk_scratch_len(m, plan) <= TS_QUAD_TREE_SCRATCH_MAX;
 }

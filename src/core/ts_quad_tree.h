@@ -23,6 +23,8 @@ typedef struct TsQuadTreePlan
 	double	   *long_nodes;		/* nodes then weights of each point count over the kept
 								 * ones (ts_quad_nodes), computed once */
 	int64_t    *long_offset;	/* per point count 0 .. max_points: into long_nodes, or -1 */
+	double	   *zero_fraction;	/* per node (as the model's arrays): its cover over its parent's,
+								 * 0 where the parent has none; computed once, not per row */
 } TsQuadTreePlan;
 
 /* The plan of a validated model with covers. */
@@ -34,21 +36,19 @@ extern void ts_quad_tree_plan_free(TsQuadTreePlan *plan);
 /* Tree t's points and weights (from the plan, or ts_quad_nodes' kept ones). */
 extern void ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, const double **w);
 
-/* Scratch doubles ts_quad_tree_rows needs: per level of the deepest tree, lanes of products and sums. */
+/*
+ * Scratch doubles ts_quad_tree_contribs needs: per level of the deepest
+ * tree, lanes of products and sums; and the block's contributions in lanes
+ * (outputs x (features + 1) x TS_QUAD_LANES, as large as the caller's phi).
+ */
 extern size_t ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);
 
 /*
- * Add every tree's feature contributions for rows[0 .. nrows) (1 <= nrows
- * <= TS_QUAD_LANES, rows of num_features floats), in vector lanes, each to
- * its own phi row (outputs x (features + 1); the bias column untouched).
- */
-extern void ts_quad_tree_rows(const TsModel *m, const TsQuadTreePlan *plan, const float *rows, int32_t nrows,
-							  double *phi, double *scratch);
-
-/*
- * The rows' whole contributions: phi rows set to the model's bias (a path
- * table's bias, one per output) in the last column and zero elsewhere, then
- * every tree's walk added.
+ * The contributions of rows[0 .. nrows) (1 <= nrows <= TS_QUAD_LANES, rows
+ * of num_features floats), in vector lanes: the model's bias (a path table's
+ * bias, one per output) in each phi row's last column, then every tree's
+ * walk added, in the same order for every row (phi: nrows rows of outputs x
+ * (features + 1)).
  */
 extern void ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double *bias,
 								  const float *rows, int32_t nrows, double *phi, double *scratch);
@@ -60,7 +60,7 @@ extern void ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, 
  */
 #define TS_QUAD_TREE_SCRATCH_MAX ((size_t) 1 << 20)
 
-/* Whether the walk's scratch for this model stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
+/* Whether the walk's scratch for this model (its levels, not the lane contributions) stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
 extern bool ts_quad_tree_fits(const TsModel *m, const TsQuadTreePlan *plan);
 
 #endif							/* TS_QUAD_TREE_H */

@@ -20,10 +20,14 @@ typedef int64_t TREE_MASK __attribute__((vector_size(TREE_WIDTH * sizeof(int64_t
 /* 1.0 in the lanes where v is 0, else 0.0 (a macro: a wide vector returned by value changes the ABI) */
 #define TREE_IS_ZERO(v) ((TREE_VEC) ((TREE_MASK) ((v) == (TREE_VEC) {0}) & (TREE_MASK) ((TREE_VEC) {0} + 1.0)))
 
+/* 1.0 in the lanes of chunk c whose bit in lanes is set, else 0.0 */
+#define TREE_BITS(lanes, c) \
+	__builtin_convertvector((((TREE_MASK) {0} + (int64_t) (lanes)) >> *(const TREE_MASK *) (ts_tree_lane_index + (c) * TREE_WIDTH)) & 1, TREE_VEC)
+
 /* Push the frame below frame f's next child: merged fractions, and per point its products and factors. */
 static inline __attribute__((always_inline)) void
-TREE_JOIN(TREE_NAME, _push) (const TsModel *m, int32_t t, const float *rows, int32_t nrows, TreeFrame *f,
-							 BlockState *st, int32_t top, int32_t q, const double *x)
+TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows,
+							 int32_t nrows, TreeFrame *f, BlockState *st, int32_t top, int32_t q, const double *x)
 {
 	int64_t		base = m->tree_offset[t];
 	int64_t		n = base + f->node;
@@ -42,14 +46,23 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, int32_t t, const float *rows, int
 		for (int32_t l = 0; l < nrows; l++)
 			f->left_lanes |= (uint32_t) ts_node_goes_left(m, n, rows[(size_t) l * m->num_features + k]) << l;
 	}
-	for (int32_t l = 0; l < TS_QUAD_LANES; l++)
 	{
-		double		taken = l < nrows && ((f->left_lanes >> l) & 1u) == is_left ? 1.0 : 0.0;
+		/* the block's rows that take this child: o is 1 there, 0 elsewhere (and past nrows) */
+		uint32_t	taking = is_left ? f->left_lanes : ~f->left_lanes & ((1u << nrows) - 1u);
+		TREE_VEC   *o_taken = (TREE_VEC *) oc;
+		TREE_VEC   *o_above = (TREE_VEC *) o0;
 
-		oc[l] = seen ? o0[l] * taken : taken;
+		TREE_CHUNK
+		{
+			TREE_VEC	taken = TREE_BITS(taking, c);
+
+			if (seen)
+				taken *= o_above[c];
+			o_taken[c] = taken;
+		}
 	}
 	*cf = (TreeFrame) {.node = child, .feature = k, .prev_z = z0, .prev_level = st->edge_level[k],
-		.z = (seen ? z0 : 1.0) * (m->cover[n] > 0.0 ? m->cover[base + child] / m->cover[n] : 0.0)};
+		.z = (seen ? z0 : 1.0) * plan->zero_fraction[base + child]};
 	for (int32_t i = 0; i < q; i++)
 	{
 		TREE_VEC   *prod = (TREE_VEC *) (st->prods + ((size_t) top * q + i) * TS_QUAD_LANES);
@@ -79,14 +92,13 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, int32_t t, const float *rows, int
 	memcpy(o0, oc, sizeof(double) * TS_QUAD_LANES);
 }
 
-/* The edge into the node at level top: each lane's (o - z) sum_q w_q own_q / g_q, per value, into its phi. */
+/* The edge into the node at level top: each lane's (o - z) sum_q w_q own_q / g_q, per value, into its phi lanes. */
 static inline __attribute__((always_inline)) void
 TREE_JOIN(TREE_NAME, _share) (const TsModel *m, int32_t t, const TreeFrame *f, BlockState *st, int32_t top,
-							  int32_t q, const double *w, int32_t nrows, double *phi)
+							  int32_t q, const double *w)
 {
 	int32_t		k_values = ts_leaf_size(m);
 	size_t		width = (size_t) m->num_features + 1;
-	size_t		row_width = (size_t) m->num_outputs * width;
 	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
 	TREE_VEC   *o = (TREE_VEC *) (st->edge_o + (size_t) top * TS_QUAD_LANES);
 
@@ -112,10 +124,12 @@ TREE_JOIN(TREE_NAME, _share) (const TsModel *m, int32_t t, const TreeFrame *f, B
 				acc[c] += w[i] * own / (g[c] + zero) * (1.0 - zero);
 			}
 		}
-		TREE_CHUNK acc[c] *= o[c] - f->z;
-		for (int32_t l = 0; l < nrows; l++)
-			phi[(size_t) l * row_width + (size_t) (m->tree_group[t] + k) * width + f->feature]
-				+= acc[l / TREE_WIDTH][l % TREE_WIDTH];
+		{
+			TREE_VEC   *phi = (TREE_VEC *) (st->phi_lanes
+											+ ((size_t) (m->tree_group[t] + k) * width + f->feature) * TS_QUAD_LANES);
+
+			TREE_CHUNK phi[c] += acc[c] * (o[c] - f->z);
+		}
 	}
 }
 
@@ -141,7 +155,7 @@ TREE_JOIN(TREE_NAME, _add) (const double *src, double *dst, size_t level_sums, b
  */
 static inline __attribute__((always_inline)) void
 TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, BlockState *st, int32_t top,
-							   int32_t q, const double *w, int32_t nrows, double *phi)
+							   int32_t q, const double *w)
 {
 	int64_t		n = m->tree_offset[t] + f->node;
 	size_t		level_sums = (size_t) ts_leaf_size(m) * q * TS_QUAD_LANES;
@@ -156,7 +170,7 @@ TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, 
 	}
 	if (top == 0)
 		return;
-	TREE_JOIN(TREE_NAME, _share) (m, t, f, st, top, q, w, nrows, phi);
+	TREE_JOIN(TREE_NAME, _share) (m, t, f, st, top, q, w);
 	/* the parent's sums: its left child's, then plus its right child's */
 	TREE_JOIN(TREE_NAME, _add) (st->sums + (size_t) top * level_sums, st->sums + (size_t) (top - 1) * level_sums,
 								level_sums, st->frames[top - 1].phase == 1);
@@ -169,7 +183,7 @@ TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, 
 /* Tree t's contributions for the block's rows. */
 static void
 TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows, int32_t nrows,
-		  double *phi, BlockState *st)
+		  BlockState *st)
 {
 	int64_t		base = m->tree_offset[t];
 	int32_t		q = plan->points[t];
@@ -191,7 +205,7 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 		ts_check_interrupts_after((4 + 4 * (int64_t) q * k_values) * nrows);
 		if (m->left[n] != -1 && f->phase < 2)
 		{
-			TREE_JOIN(TREE_NAME, _push) (m, t, rows, nrows, f, st, top, q, x);
+			TREE_JOIN(TREE_NAME, _push) (m, plan, t, rows, nrows, f, st, top, q, x);
 			top++;
 			continue;
 		}
@@ -204,11 +218,12 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 				for (int32_t j = 0; j < q * TREE_CHUNKS; j++)
 					s[k * q * TREE_CHUNKS + j] = m->leaf_value[n * k_values + k] * prod[j];
 		}
-		TREE_JOIN(TREE_NAME, _finish) (m, t, f, st, top, q, w, nrows, phi);
+		TREE_JOIN(TREE_NAME, _finish) (m, t, f, st, top, q, w);
 		top--;
 	}
 }
 
+#undef TREE_BITS
 #undef TREE_IS_ZERO
 #undef TREE_CHUNK
 #undef TREE_CHUNKS
