@@ -23,8 +23,17 @@ typedef struct PairArrays
 	double	   *diag;			/* per element: its integral */
 	double	   *pairs;			/* per pair i < j: the integral without both */
 	double	   *nodes;			/* nodes and weights of long paths */
+	double	   *lane_sums;		/* per entry of a row's output: the block's sums (a lane array),
+								 * or NULL where the output is too wide (PAIRS_LANE_SUMS_MAX) */
 	int32_t		len;			/* elements a path may have here, plus one */
 } PairArrays;
+
+/*
+ * Doubles of lane sums a block keeps at most (2 MB): a row's output of up to
+ * 32,768 entries (181 features, all selected, one output) is summed in
+ * vectors and written out once; a wider one is added to lane by lane.
+ */
+#define PAIRS_LANE_SUMS_MAX ((size_t) 1 << 18)
 
 typedef void (*PairsFn) (const TsPathTable *pt, const float *x, int32_t nrows, const TsFeatureSelection *sel,
 						 double *out, const PairArrays *a);
@@ -73,13 +82,23 @@ lanes_len(const TsPathTable *pt)
 	return (longest < TS_QUAD_PAIRS_MAX ? longest : TS_QUAD_PAIRS_MAX) + 1;
 }
 
-/* Five lane arrays per element, the pairs, the nodes of long paths, then the dynamic programme's scratch. */
+/* Lane sums for a row's output of every feature selected, within PAIRS_LANE_SUMS_MAX doubles. */
+static size_t
+lane_sums_len(const TsPathTable *pt)
+{
+	size_t		all = (size_t) pt->num_outputs * pt->num_features * pt->num_features * TS_QUAD_LANES;
+
+	return all <= PAIRS_LANE_SUMS_MAX ? all : PAIRS_LANE_SUMS_MAX;
+}
+
+/* Five lane arrays per element, the pairs, the nodes of long paths, the dynamic programme's scratch, the lane sums. */
 size_t
 ts_quad_pairs_scratch_len(const TsPathTable *pt)
 {
 	size_t		len = (size_t) lanes_len(pt);
 
-	return (5 * len + len * len) * TS_QUAD_LANES + 2 * (len / 2 + 1) + ts_interactions_scratch_len(pt);
+	return (5 * len + len * len) * TS_QUAD_LANES + 2 * (len / 2 + 1) + ts_interactions_scratch_len(pt)
+		+ lane_sums_len(pt);
 }
 
 /* Paths too long for the lanes, row by row through the dynamic programme. */
@@ -116,8 +135,17 @@ ts_quad_pairs_rows(const TsPathTable *pt, const float *x, int32_t nrows, const T
 	a.diag = a.suf + lane_len;
 	a.pairs = a.diag + lane_len;
 	a.nodes = a.pairs + len * lane_len;
-	memset(out, 0, sizeof(double) * row_width * (size_t) nrows);
+	a.lane_sums = row_width * TS_QUAD_LANES <= lane_sums_len(pt)
+		? a.nodes + 2 * (len / 2 + 1) + ts_interactions_scratch_len(pt) : NULL;
+	if (a.lane_sums != NULL)
+		memset(a.lane_sums, 0, sizeof(double) * row_width * TS_QUAD_LANES);
+	else
+		memset(out, 0, sizeof(double) * row_width * (size_t) nrows);
 	pairs_fn() (pt, x, nrows, sel, out, &a);
+	if (a.lane_sums != NULL)
+		for (int32_t l = 0; l < nrows; l++)
+			for (size_t j = 0; j < row_width; j++)
+				out[(size_t) l * row_width + j] = a.lane_sums[j * TS_QUAD_LANES + l];
 	long_paths(pt, x, nrows, sel, out, a.nodes + 2 * (len / 2 + 1));
 	for (int32_t l = 0; l < nrows; l++)
 		ts_interactions_finish(pt->num_outputs, pt->num_features, TS_INTERACTION_SHAPLEY, sel,

@@ -78,19 +78,29 @@ PAIRS_JOIN(PAIRS_NAME, _integrals) (const double *z, int32_t d, const PairArrays
 		PAIRS_JOIN(PAIRS_NAME, _node) (z, d, x[q], w[q], a);
 }
 
-/* Add value[l] times each of path p's leaf values at entry `at` of each live row's output block. */
+/*
+ * Add value[l] times each of path p's leaf values at entry `at` of each live
+ * row's output block: as whole vectors into the block's lane sums where it
+ * has them (a lane that cannot reach the leaf adds an exact 0 there, and a
+ * lane past the rows is never read), else lane by lane into out.
+ */
 static inline __attribute__((always_inline)) void
 PAIRS_JOIN(PAIRS_NAME, _add) (const TsPathTable *pt, int64_t p, uint32_t live, const PAIRS_VEC *value,
-							  double *out, size_t at, size_t row_width, size_t stride)
+							  double *out, size_t at, size_t row_width, size_t stride, double *lane_sums)
 {
 	for (int32_t k = 0; k < pt->value_width; k++)
 	{
 		double		v = ts_path_value(pt, p, k);
-		double	   *base = out + ((size_t) pt->path_group[p] + k) * stride + at;
+		size_t		entry = ((size_t) pt->path_group[p] + k) * stride + at;
+		double	   *base = out + entry;
 
-		for (int32_t l = 0; l < TS_QUAD_LANES; l++)
-			if (live & (1u << l))
-				base[(size_t) l * row_width] += value[l / PAIRS_WIDTH][l % PAIRS_WIDTH] * v;
+		if (lane_sums != NULL)
+			for (int32_t c = 0; c < PAIRS_CHUNKS; c++)
+				PAIRS_AT(lane_sums, entry)[c] += value[c] * v;
+		else
+			for (int32_t l = 0; l < TS_QUAD_LANES; l++)
+				if (live & (1u << l))
+					base[(size_t) l * row_width] += value[l / PAIRS_WIDTH][l % PAIRS_WIDTH] * v;
 	}
 }
 
@@ -117,7 +127,7 @@ PAIRS_JOIN(PAIRS_NAME, _shares) (const TsPathTable *pt, int64_t p, int32_t d, ui
 		{
 			for (int32_t c = 0; c < PAIRS_CHUNKS; c++)
 				value[c] = share_i[c] * PAIRS_AT(a->diag, i)[c];
-			PAIRS_JOIN(PAIRS_NAME, _add) (pt, p, live, value, out, (size_t) si * nf + fi, row_width, stride);
+			PAIRS_JOIN(PAIRS_NAME, _add) (pt, p, live, value, out, (size_t) si * nf + fi, row_width, stride, a->lane_sums);
 		}
 		for (int32_t j = i + 1; j <= d; j++)
 		{
@@ -130,9 +140,9 @@ PAIRS_JOIN(PAIRS_NAME, _shares) (const TsPathTable *pt, int64_t p, int32_t d, ui
 			for (int32_t c = 0; c < PAIRS_CHUNKS; c++)
 				value[c] = 0.5 * share_i[c] * (PAIRS_AT(a->o, j)[c] - zj) * PAIRS_AT(a->pairs, i * a->len + j)[c];
 			if (si >= 0)
-				PAIRS_JOIN(PAIRS_NAME, _add) (pt, p, live, value, out, (size_t) si * nf + fj, row_width, stride);
+				PAIRS_JOIN(PAIRS_NAME, _add) (pt, p, live, value, out, (size_t) si * nf + fj, row_width, stride, a->lane_sums);
 			if (sj >= 0)
-				PAIRS_JOIN(PAIRS_NAME, _add) (pt, p, live, value, out, (size_t) sj * nf + fi, row_width, stride);
+				PAIRS_JOIN(PAIRS_NAME, _add) (pt, p, live, value, out, (size_t) sj * nf + fi, row_width, stride, a->lane_sums);
 		}
 	}
 }
