@@ -182,7 +182,10 @@ typedef struct BlockState
 	double	   *edge_o;			/* per level: the edge's merged one fractions */
 	double	   *saved_o;		/* per level: the edge's feature's one fractions above it */
 	double	   *prods;			/* per level and point */
-	double	   *factors;		/* per level and point: the edge's factor */
+	double	   *edge_coef;		/* per level: the edge's coefficients (TREE_COEFS blocks of padded_points) */
+	double	   *points;			/* the tree's points, weights, -w / (1 - x) and 1 / (1 - x), each
+								 * padded to padded_points */
+	int32_t		padded_points;	/* the most points, rounded up to whole lane arrays */
 	double	   *sums;			/* per level, value and point: the node's leaf values times products */
 	double	   *tops;			/* per level, value and point: the same of the topmost splits on the
 								 * edge's feature below it, whose leaves it does not take */
@@ -190,6 +193,22 @@ typedef struct BlockState
 								 * added to as whole vectors, not one row at a time */
 	TreeFrame  *frames;
 } BlockState;
+
+/*
+ * An edge's coefficients per point (each a block of padded_points): its
+ * factor g = z + x (o - z) for o = 0 and o = 1, their reciprocals and the
+ * share's (o - z) w / g for o = 0 and 1 (both 0 where g is). A lane's o is
+ * 0 or 1 on the walk, so a lane picks one of two values per point: the
+ * divisions are once per edge and point, as vectors over the points, not
+ * once per lane.
+ */
+#define TREE_G0 0
+#define TREE_G1 1
+#define TREE_R0 2
+#define TREE_R1 3
+#define TREE_A0 4
+#define TREE_A1 5
+#define TREE_COEFS 6
 
 /* Each lane's index, loaded a vector at a time to pick a lane's bit out of a mask of rows. */
 static const int64_t ts_tree_lane_index[TS_QUAD_LANES] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -243,7 +262,10 @@ walk_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 	size_t		lanes = TS_QUAD_LANES;
 	size_t		values = (size_t) ts_leaf_size(m);
 
-	return nf + nf * lanes + (nf + 1) / 2 + 2 * depth * lanes + 2 * depth * q * lanes + 2 * depth * values * q * lanes
+	size_t		padded = (q + lanes - 1) / lanes * lanes;
+
+	return nf + nf * lanes + (nf + 1) / 2 + 2 * depth * lanes + depth * q * lanes + TREE_COEFS * depth * padded
+		+ 4 * padded + 2 * depth * values * q * lanes
 		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
 }
 
@@ -270,8 +292,10 @@ carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch,
 	st->edge_o = st->merged_o + nf * lanes;
 	st->saved_o = st->edge_o + depth * lanes;
 	st->prods = st->saved_o + depth * lanes;
-	st->factors = st->prods + depth * q * lanes;
-	st->sums = st->factors + depth * q * lanes;
+	st->padded_points = (int32_t) ((q + lanes - 1) / lanes * lanes);
+	st->edge_coef = st->prods + depth * q * lanes;
+	st->points = st->edge_coef + TREE_COEFS * depth * (size_t) st->padded_points;
+	st->sums = st->points + 4 * (size_t) st->padded_points;
 	st->tops = st->sums + depth * values * q * lanes;
 	st->edge_level = (int32_t *) (st->tops + depth * values * q * lanes);
 	st->frames = (TreeFrame *) (st->tops + depth * values * q * lanes + (nf + 1) / 2);

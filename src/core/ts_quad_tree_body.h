@@ -20,14 +20,47 @@ typedef int64_t TREE_MASK __attribute__((vector_size(TREE_WIDTH * sizeof(int64_t
 /* 1.0 in the lanes where v is 0, else 0.0 (a macro: a wide vector returned by value changes the ABI) */
 #define TREE_IS_ZERO(v) ((TREE_VEC) ((TREE_MASK) ((v) == (TREE_VEC) {0}) & (TREE_MASK) ((TREE_VEC) {0} + 1.0)))
 
+/* b in the lanes where on is set (all ones), else a: a lane's pick of an edge's two values */
+#define TREE_PICK(on, a, b) \
+	((TREE_VEC) ((~(on) & (TREE_MASK) ((TREE_VEC) {0} + (a))) | ((on) & (TREE_MASK) ((TREE_VEC) {0} + (b)))))
+
 /* 1.0 in the lanes of chunk c whose bit in lanes is set, else 0.0 */
 #define TREE_BITS(lanes, c) \
 	__builtin_convertvector((((TREE_MASK) {0} + (int64_t) (lanes)) >> *(const TREE_MASK *) (ts_tree_lane_index + (c) * TREE_WIDTH)) & 1, TREE_VEC)
 
-/* Push the frame below frame f's next child: merged fractions, and per point its products and factors. */
+/* The coefficients of an edge whose merged zero fraction is z into e, as vectors over the padded points. */
+static inline __attribute__((always_inline)) void
+TREE_JOIN(TREE_NAME, _coefs) (const BlockState *st, int32_t q, double z, double *e)
+{
+	size_t		pad = (size_t) st->padded_points;
+
+	/* z (1 - x) is 0 only where z is: then its reciprocal and share are 0 too */
+	double		inv_z = z != 0.0 ? 1.0 / z : 0.0;
+	double		nonzero = z != 0.0 ? 1.0 : 0.0;
+
+	for (int32_t i = 0; i < q; i += TREE_WIDTH)
+	{
+		TREE_VEC	x = *(const TREE_VEC *) (st->points + i);
+		TREE_VEC	w = *(const TREE_VEC *) (st->points + pad + i);
+		TREE_VEC	g1 = z + x * (1.0 - z);
+		TREE_VEC	r1 = 1.0 / g1;	/* > 0: x > 0 and z >= 0 */
+
+		*(TREE_VEC *) (e + TREE_G0 * pad + i) = z * (1.0 - x);
+		*(TREE_VEC *) (e + TREE_G1 * pad + i) = g1;
+		*(TREE_VEC *) (e + TREE_R0 * pad + i) = inv_z * *(const TREE_VEC *) (st->points + 3 * pad + i);
+		*(TREE_VEC *) (e + TREE_R1 * pad + i) = r1;
+		*(TREE_VEC *) (e + TREE_A0 * pad + i) = nonzero * *(const TREE_VEC *) (st->points + 2 * pad + i);
+		*(TREE_VEC *) (e + TREE_A1 * pad + i) = (1.0 - z) * w * r1;
+	}
+}
+
+/*
+ * Push the frame below frame f's next child: merged fractions, the edge's
+ * coefficients, and per point its products (a lane's factor picked by its o).
+ */
 static inline __attribute__((always_inline)) void
 TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows,
-							 int32_t nrows, TreeFrame *f, BlockState *st, int32_t top, int32_t q, const double *x)
+							 int32_t nrows, TreeFrame *f, BlockState *st, int32_t top, int32_t q)
 {
 	int64_t		base = m->tree_offset[t];
 	int64_t		n = base + f->node;
@@ -63,26 +96,29 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32
 	}
 	*cf = (TreeFrame) {.node = child, .feature = k, .prev_z = z0, .prev_level = st->edge_level[k],
 		.z = (seen ? z0 : 1.0) * plan->zero_fraction[base + child]};
-	for (int32_t i = 0; i < q; i++)
 	{
-		TREE_VEC   *prod = (TREE_VEC *) (st->prods + ((size_t) top * q + i) * TS_QUAD_LANES);
-		TREE_VEC   *out = (TREE_VEC *) (st->prods + ((size_t) (top + 1) * q + i) * TS_QUAD_LANES);
-		TREE_VEC   *g = (TREE_VEC *) (st->factors + ((size_t) (top + 1) * q + i) * TS_QUAD_LANES);
-		TREE_VEC   *o_new = (TREE_VEC *) oc;
-		TREE_VEC   *o_old = (TREE_VEC *) o0;
+		size_t		pad = (size_t) st->padded_points;
+		double	   *e = st->edge_coef + (size_t) (top + 1) * TREE_COEFS * pad;
+		const double *e_old = seen ? st->edge_coef + (size_t) cf->prev_level * TREE_COEFS * pad : e;
 
+		TREE_JOIN(TREE_NAME, _coefs) (st, q, cf->z, e);
 		TREE_CHUNK
 		{
-			g[c] = cf->z + x[i] * (o_new[c] - cf->z);
-			if (seen)
-			{
-				TREE_VEC	g_old = z0 + x[i] * (o_old[c] - z0);
+			TREE_MASK	on = (TREE_MASK) (((TREE_VEC *) oc)[c] != 0.0);
+			TREE_MASK	on_old = (TREE_MASK) (((TREE_VEC *) o0)[c] != 0.0);
 
-				/* a factor of 0 (no cover, not taken) merges into 0, so the product is 0 too */
-				out[c] = prod[c] / (g_old + TREE_IS_ZERO(g_old)) * g[c];
+			for (int32_t i = 0; i < q; i++)
+			{
+				TREE_VEC   *prod = (TREE_VEC *) (st->prods + ((size_t) top * q + i) * TS_QUAD_LANES);
+				TREE_VEC   *out = (TREE_VEC *) (st->prods + ((size_t) (top + 1) * q + i) * TS_QUAD_LANES);
+				TREE_VEC	g = TREE_PICK(on, e[TREE_G0 * pad + i], e[TREE_G1 * pad + i]);
+
+				/* a repeated feature's factor above divided out (a factor of 0 has merged the product into 0) */
+				if (seen)
+					out[c] = prod[c] * TREE_PICK(on_old, e_old[TREE_R0 * pad + i], e_old[TREE_R1 * pad + i]) * g;
+				else
+					out[c] = prod[c] * g;
 			}
-			else
-				out[c] = prod[c] * g[c];
 		}
 	}
 	/* k's one fractions above are kept at the child's level (its sums and tops are written as they come) */
@@ -92,43 +128,38 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32
 	memcpy(o0, oc, sizeof(double) * TS_QUAD_LANES);
 }
 
-/* The edge into the node at level top: each lane's (o - z) sum_q w_q own_q / g_q, per value, into its phi lanes. */
+/* The edge into the node at level top: each lane's sum_q own_q (o - z) w_q / g_q, per value, into its phi lanes. */
 static inline __attribute__((always_inline)) void
 TREE_JOIN(TREE_NAME, _share) (const TsModel *m, int32_t t, const TreeFrame *f, BlockState *st, int32_t top,
-							  int32_t q, const double *w)
+							  int32_t q)
 {
 	int32_t		k_values = ts_leaf_size(m);
 	size_t		width = (size_t) m->num_features + 1;
 	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
 	TREE_VEC   *o = (TREE_VEC *) (st->edge_o + (size_t) top * TS_QUAD_LANES);
+	size_t		pad = (size_t) st->padded_points;
+	const double *e = st->edge_coef + (size_t) top * TREE_COEFS * pad;
 
 	for (int32_t k = 0; k < k_values; k++)
 	{
-		TREE_VEC	acc[TREE_CHUNKS];
+		TREE_VEC   *phi = (TREE_VEC *) (st->phi_lanes
+										+ ((size_t) (m->tree_group[t] + k) * width + f->feature) * TS_QUAD_LANES);
 
-		TREE_CHUNK acc[c] = (TREE_VEC) {0};
-		for (int32_t i = 0; i < q; i++)
+		TREE_CHUNK
 		{
-			size_t		at = (size_t) top * level_sums + ((size_t) k * q + i) * TS_QUAD_LANES;
-			TREE_VEC   *sum = (TREE_VEC *) (st->sums + at);
-			TREE_VEC   *below = (TREE_VEC *) (st->tops + at);
-			TREE_VEC   *g = (TREE_VEC *) (st->factors + ((size_t) top * q + i) * TS_QUAD_LANES);
+			TREE_MASK	on = (TREE_MASK) (o[c] != 0.0);
+			TREE_VEC	acc = {0};
 
-			TREE_CHUNK
+			for (int32_t i = 0; i < q; i++)
 			{
-				TREE_VEC	zero = TREE_IS_ZERO(g[c]);
-				TREE_VEC	own = sum[c];
+				size_t		at = (size_t) top * level_sums + ((size_t) k * q + i) * TS_QUAD_LANES;
+				TREE_VEC	own = ((TREE_VEC *) (st->sums + at))[c];
 
 				if (f->has_tops)
-					own -= below[c];
-				acc[c] += w[i] * own / (g[c] + zero) * (1.0 - zero);
+					own -= ((TREE_VEC *) (st->tops + at))[c];
+				acc += own * TREE_PICK(on, e[TREE_A0 * pad + i], e[TREE_A1 * pad + i]);
 			}
-		}
-		{
-			TREE_VEC   *phi = (TREE_VEC *) (st->phi_lanes
-											+ ((size_t) (m->tree_group[t] + k) * width + f->feature) * TS_QUAD_LANES);
-
-			TREE_CHUNK phi[c] += acc[c] * (o[c] - f->z);
+			phi[c] += acc;
 		}
 	}
 }
@@ -155,7 +186,7 @@ TREE_JOIN(TREE_NAME, _add) (const double *src, double *dst, size_t level_sums, b
  */
 static inline __attribute__((always_inline)) void
 TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, BlockState *st, int32_t top,
-							   int32_t q, const double *w)
+							   int32_t q)
 {
 	int64_t		n = m->tree_offset[t] + f->node;
 	size_t		level_sums = (size_t) ts_leaf_size(m) * q * TS_QUAD_LANES;
@@ -170,7 +201,7 @@ TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, 
 	}
 	if (top == 0)
 		return;
-	TREE_JOIN(TREE_NAME, _share) (m, t, f, st, top, q, w);
+	TREE_JOIN(TREE_NAME, _share) (m, t, f, st, top, q);
 	/* the parent's sums: its left child's, then plus its right child's */
 	TREE_JOIN(TREE_NAME, _add) (st->sums + (size_t) top * level_sums, st->sums + (size_t) (top - 1) * level_sums,
 								level_sums, st->frames[top - 1].phase == 1);
@@ -180,13 +211,12 @@ TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, 
 		   st->saved_o + (size_t) top * TS_QUAD_LANES, sizeof(double) * TS_QUAD_LANES);
 }
 
-/* Tree t's contributions for the block's rows. */
-static void
-TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows, int32_t nrows,
-		  BlockState *st)
+/* Tree t's contributions for the block's rows, on q points. */
+static inline __attribute__((always_inline)) void
+TREE_JOIN(TREE_NAME, _walk) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows,
+							 int32_t nrows, BlockState *st, int32_t q)
 {
 	int64_t		base = m->tree_offset[t];
-	int32_t		q = plan->points[t];
 	int32_t		k_values = ts_leaf_size(m);
 	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
 	int32_t		top = 0;
@@ -194,6 +224,20 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 			   *w;
 
 	ts_quad_tree_nodes(plan, t, &x, &w);
+	/*
+	 * the points, weights, -w / (1 - x) (an edge's share where o = 0, for any
+	 * z > 0) and 1 / (1 - x), padded to whole vectors (a padded point weighs 0)
+	 */
+	for (int32_t i = 0; i < st->padded_points; i++)
+	{
+		double		xi = i < q ? x[i] : 0.5;
+		double		wi = i < q ? w[i] : 0.0;
+
+		st->points[i] = xi;
+		st->points[st->padded_points + i] = wi;
+		st->points[2 * st->padded_points + i] = -wi / (1.0 - xi);
+		st->points[3 * st->padded_points + i] = 1.0 / (1.0 - xi);
+	}
 	st->frames[0] = (TreeFrame) {.node = 0, .feature = -1};
 	for (int32_t i = 0; i < q * TS_QUAD_LANES; i++)
 		st->prods[i] = 1.0;
@@ -205,7 +249,7 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 		ts_check_interrupts_after((4 + 4 * (int64_t) q * k_values) * nrows);
 		if (m->left[n] != -1 && f->phase < 2)
 		{
-			TREE_JOIN(TREE_NAME, _push) (m, plan, t, rows, nrows, f, st, top, q, x);
+			TREE_JOIN(TREE_NAME, _push) (m, plan, t, rows, nrows, f, st, top, q);
 			top++;
 			continue;
 		}
@@ -218,12 +262,42 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 				for (int32_t j = 0; j < q * TREE_CHUNKS; j++)
 					s[k * q * TREE_CHUNKS + j] = m->leaf_value[n * k_values + k] * prod[j];
 		}
-		TREE_JOIN(TREE_NAME, _finish) (m, t, f, st, top, q, w);
+		TREE_JOIN(TREE_NAME, _finish) (m, t, f, st, top, q);
 		top--;
 	}
 }
 
 #undef TREE_BITS
+/*
+ * Tree t's contributions for the block's rows: the walk built for each
+ * point count of trees up to depth 8 (whose loops over points the compiler
+ * then unrolls), one walk for any other.
+ */
+static void
+TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows, int32_t nrows,
+		  BlockState *st)
+{
+	switch (plan->points[t])
+	{
+		case 1:
+			TREE_JOIN(TREE_NAME, _walk) (m, plan, t, rows, nrows, st, 1);
+			break;
+		case 2:
+			TREE_JOIN(TREE_NAME, _walk) (m, plan, t, rows, nrows, st, 2);
+			break;
+		case 3:
+			TREE_JOIN(TREE_NAME, _walk) (m, plan, t, rows, nrows, st, 3);
+			break;
+		case 4:
+			TREE_JOIN(TREE_NAME, _walk) (m, plan, t, rows, nrows, st, 4);
+			break;
+		default:
+			TREE_JOIN(TREE_NAME, _walk) (m, plan, t, rows, nrows, st, plan->points[t]);
+			break;
+	}
+}
+
+#undef TREE_PICK
 #undef TREE_IS_ZERO
 #undef TREE_CHUNK
 #undef TREE_CHUNKS
