@@ -121,8 +121,8 @@ ts_quad_rows_scratch_len(const TsPathTable *pt)
 {
 	size_t		len = (size_t) pt->max_path_len + 1;
 
-	/* six lane arrays and the nodes of long paths */
-	return 6 * len * TS_QUAD_LANES + 2 * (len / 2 + 1);
+	/* six lane arrays (from a 64-byte line) and the nodes of long paths */
+	return TS_LANE_ALIGN_SLACK + 6 * len * TS_QUAD_LANES + 2 * (len / 2 + 1);
 }
 
 /* A block's contributions, bias included, on the chosen instruction set. */
@@ -139,7 +139,7 @@ ts_quad_rows(const TsPathTable *pt, const float *x, int32_t nrows, double *phi, 
 		(void) ts_quad_lanes_isa(NULL);
 		isa = __atomic_load_n(&isa_chosen, __ATOMIC_RELAXED);
 	}
-	a.o = scratch;
+	a.o = ts_lane_align(scratch);
 	a.f = a.o + len * TS_QUAD_LANES;
 	a.pre = a.f + len * TS_QUAD_LANES;
 	a.f1 = a.pre + len * TS_QUAD_LANES;

@@ -91,14 +91,14 @@ lane_sums_len(const TsPathTable *pt)
 	return all <= PAIRS_LANE_SUMS_MAX ? all : PAIRS_LANE_SUMS_MAX;
 }
 
-/* Five lane arrays per element, the pairs, the nodes of long paths, the dynamic programme's scratch, the lane sums. */
+/* From a 64-byte line: five lane arrays per element, the pairs, the lane sums; then the nodes of long paths and the dynamic programme's scratch. */
 size_t
 ts_quad_pairs_scratch_len(const TsPathTable *pt)
 {
 	size_t		len = (size_t) lanes_len(pt);
 
-	return (5 * len + len * len) * TS_QUAD_LANES + 2 * (len / 2 + 1) + ts_interactions_scratch_len(pt)
-		+ lane_sums_len(pt);
+	return TS_LANE_ALIGN_SLACK + (5 * len + len * len) * TS_QUAD_LANES + lane_sums_len(pt) + 2 * (len / 2 + 1)
+		+ ts_interactions_scratch_len(pt);
 }
 
 /* Paths too long for the lanes, row by row through the dynamic programme. */
@@ -128,15 +128,14 @@ ts_quad_pairs_rows(const TsPathTable *pt, const float *x, int32_t nrows, const T
 	PairArrays	a;
 
 	a.len = (int32_t) len;
-	a.o = scratch;
+	a.o = ts_lane_align(scratch);
 	a.g = a.o + lane_len;
 	a.pre = a.g + lane_len;
 	a.suf = a.pre + lane_len;
 	a.diag = a.suf + lane_len;
 	a.pairs = a.diag + lane_len;
-	a.nodes = a.pairs + len * lane_len;
-	a.lane_sums = row_width * TS_QUAD_LANES <= lane_sums_len(pt)
-		? a.nodes + 2 * (len / 2 + 1) + ts_interactions_scratch_len(pt) : NULL;
+	a.lane_sums = row_width * TS_QUAD_LANES <= lane_sums_len(pt) ? a.pairs + len * lane_len : NULL;
+	a.nodes = a.pairs + len * lane_len + lane_sums_len(pt);
 	if (a.lane_sums != NULL)
 		memset(a.lane_sums, 0, sizeof(double) * row_width * TS_QUAD_LANES);
 	else

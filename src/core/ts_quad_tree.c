@@ -210,6 +210,9 @@ typedef struct BlockState
 #define TREE_A1 5
 #define TREE_COEFS 6
 
+/* Work units a walk counts before passing them to ts_check_interrupts_after (1/256 of its interval). */
+#define TREE_CHECK_BATCH (TS_INTERRUPT_WORK >> 8)
+
 /* Each lane's index, loaded a vector at a time to pick a lane's bit out of a mask of rows. */
 static const int64_t ts_tree_lane_index[TS_QUAD_LANES] = {0, 1, 2, 3, 4, 5, 6, 7};
 _Static_assert(TS_QUAD_LANES == 8, "ts_tree_lane_index names every lane");
@@ -264,7 +267,7 @@ walk_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 
 	size_t		padded = (q + lanes - 1) / lanes * lanes;
 
-	return nf + nf * lanes + (nf + 1) / 2 + 2 * depth * lanes + depth * q * lanes + TREE_COEFS * depth * padded
+	return TS_LANE_ALIGN_SLACK + nf + nf * lanes + (nf + 1) / 2 + 2 * depth * lanes + depth * q * lanes + TREE_COEFS * depth * padded
 		+ 4 * padded + 2 * depth * values * q * lanes
 		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
 }
@@ -276,7 +279,7 @@ ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
 	return walk_scratch_len(m, plan) + (size_t) m->num_outputs * ((size_t) m->num_features + 1) * TS_QUAD_LANES;
 }
 
-/* Carve the block state out of scratch (the lane contributions first, at the vectors' alignment). */
+/* Carve the block state out of scratch: the lane arrays from a 64-byte line (each a whole number of lines), then the rest. */
 static void
 carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch, BlockState *st)
 {
@@ -286,9 +289,8 @@ carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch,
 	size_t		lanes = TS_QUAD_LANES;
 	size_t		values = (size_t) ts_leaf_size(m);
 
-	st->phi_lanes = scratch;
-	st->merged_z = st->phi_lanes + (size_t) m->num_outputs * ((size_t) m->num_features + 1) * lanes;
-	st->merged_o = st->merged_z + nf;
+	st->phi_lanes = ts_lane_align(scratch);
+	st->merged_o = st->phi_lanes + (size_t) m->num_outputs * ((size_t) m->num_features + 1) * lanes;
 	st->edge_o = st->merged_o + nf * lanes;
 	st->saved_o = st->edge_o + depth * lanes;
 	st->prods = st->saved_o + depth * lanes;
@@ -297,8 +299,9 @@ carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch,
 	st->points = st->edge_coef + TREE_COEFS * depth * (size_t) st->padded_points;
 	st->sums = st->points + 4 * (size_t) st->padded_points;
 	st->tops = st->sums + depth * values * q * lanes;
-	st->edge_level = (int32_t *) (st->tops + depth * values * q * lanes);
-	st->frames = (TreeFrame *) (st->tops + depth * values * q * lanes + (nf + 1) / 2);
+	st->merged_z = st->tops + depth * values * q * lanes;
+	st->edge_level = (int32_t *) (st->merged_z + nf);
+	st->frames = (TreeFrame *) (st->merged_z + nf + (nf + 1) / 2);
 	for (size_t f = 0; f < nf; f++)
 	{
 		st->merged_z[f] = -1.0;

@@ -220,6 +220,7 @@ TREE_JOIN(TREE_NAME, _walk) (const TsModel *m, const TsQuadTreePlan *plan, int32
 	int32_t		k_values = ts_leaf_size(m);
 	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
 	int32_t		top = 0;
+	int64_t		pending = 0;
 	const double *x,
 			   *w;
 
@@ -246,7 +247,17 @@ TREE_JOIN(TREE_NAME, _walk) (const TsModel *m, const TsQuadTreePlan *plan, int32
 		TreeFrame  *f = &st->frames[top];
 		int64_t		n = base + f->node;
 
-		ts_check_interrupts_after((4 + 4 * (int64_t) q * k_values) * nrows);
+		/*
+		 * the work is counted here and passed on in batches: in a shared
+		 * library the count is thread-local storage reached through a call,
+		 * which would spill the lanes' vectors at every node
+		 */
+		pending += (4 + 4 * (int64_t) q * k_values) * nrows;
+		if (pending >= TREE_CHECK_BATCH)
+		{
+			ts_check_interrupts_after(pending);
+			pending = 0;
+		}
 		if (m->left[n] != -1 && f->phase < 2)
 		{
 			TREE_JOIN(TREE_NAME, _push) (m, plan, t, rows, nrows, f, st, top, q);
@@ -265,6 +276,7 @@ TREE_JOIN(TREE_NAME, _walk) (const TsModel *m, const TsQuadTreePlan *plan, int32
 		TREE_JOIN(TREE_NAME, _finish) (m, t, f, st, top, q);
 		top--;
 	}
+	ts_check_interrupts_after(pending);
 }
 
 #undef TREE_BITS
