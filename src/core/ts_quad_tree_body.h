@@ -17,10 +17,7 @@
 typedef double TREE_VEC __attribute__((vector_size(TREE_WIDTH * sizeof(double)), aligned(8), may_alias));
 typedef int64_t TREE_MASK __attribute__((vector_size(TREE_WIDTH * sizeof(int64_t)), aligned(8), may_alias));
 
-/* 1.0 in the lanes where v is 0, else 0.0 (a macro: a wide vector returned by value changes the ABI) */
-#define TREE_IS_ZERO(v) ((TREE_VEC) ((TREE_MASK) ((v) == (TREE_VEC) {0}) & (TREE_MASK) ((TREE_VEC) {0} + 1.0)))
-
-/* b in the lanes where on is set (all ones), else a: a lane's pick of an edge's two values */
+/* b in the lanes where on is set (all ones), else a: a lane's pick of an edge's two values (a macro: a wide vector returned by value changes the ABI) */
 #define TREE_PICK(on, a, b) \
 	((TREE_VEC) ((~(on) & (TREE_MASK) ((TREE_VEC) {0} + (a))) | ((on) & (TREE_MASK) ((TREE_VEC) {0} + (b)))))
 
@@ -310,7 +307,6 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 }
 
 #undef TREE_PICK
-#undef TREE_IS_ZERO
 #undef TREE_CHUNK
 #undef TREE_CHUNKS
 #undef TREE_MASK
