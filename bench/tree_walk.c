@@ -7,7 +7,8 @@
  *     build/tree_walk MODEL ROWS_F32 ROWS [ROUNDS [OUT]]
  *
  * ROWS_F32 as bench/grid.py writes it (NAME.rows.f32: rows of the model's
- * features as float32).
+ * features as float32). TS_BENCH_ISA forces an instruction set (avx512, avx2,
+ * x86-64) instead of the CPU's widest.
  */
 #include "base/ts_tool.h"
 #include "core/ts_paths.h"
@@ -47,6 +48,7 @@ main(int argc, char **argv)
 	int			rows = argc > 3 ? atoi(argv[3]) : 0;
 	int			rounds = argc > 4 ? atoi(argv[4]) : 3;
 	FILE	   *out = argc > 5 ? fopen(argv[5], "wb") : NULL;
+	const char *isa = getenv("TS_BENCH_ISA");
 	TsError		err = {0};
 	TsModel    *m = buf != NULL && rows_buf != NULL ? ts_model_read(buf, len, &err) : NULL;
 	TsPathTable *pt;
@@ -56,10 +58,12 @@ main(int argc, char **argv)
 				best = 1e30;
 
 	if (m == NULL || rows < 1 || (size_t) rows * (size_t) m->num_features * sizeof(float) > row_bytes
-		|| (argc > 5 && out == NULL))
+		|| (argc > 5 && out == NULL) || (isa != NULL && ts_quad_lanes_isa(isa) == NULL))
 	{
 		fprintf(stderr, "usage: tree_walk MODEL ROWS_F32 ROWS [ROUNDS [OUT]] (%s)\n",
-				m == NULL ? err.message : "too few rows in ROWS_F32, or OUT not writable");
+				m == NULL ? err.message : isa != NULL && ts_quad_lanes_isa(isa) == NULL
+				? "TS_BENCH_ISA names no instruction set this CPU runs"
+				: "too few rows in ROWS_F32, or OUT not writable");
 		return 1;
 	}
 	pt = ts_paths_build(m);		/* the walk takes its bias */
