@@ -1,7 +1,8 @@
 /*
  * tree_walk.c - the CPU tree walk's rows/s on one thread, without PostgreSQL
- * (issue 46): ts_quad_tree_contribs over a model's float32 rows, blocks of
- * TS_QUAD_LANES, best of ROUNDS; OUT, when named, gets the first round's
+ * (issue 46): ts_quad_tree_contribs over a model's float32 rows, in blocks
+ * of the plan's block_rows (TS_BENCH_BLOCK rows instead where set), best of
+ * ROUNDS; OUT, when named, gets the first round's
  * contributions as doubles (row-major) to compare two builds bit for bit.
  *
  *     build/tree_walk MODEL ROWS_F32 ROWS [ROUNDS [OUT]]
@@ -21,15 +22,15 @@
 
 /* One round over the rows: its seconds; the contributions to out when out is not NULL. */
 static double
-one_round(const TsModel *m, const TsQuadTreePlan *plan, const double *bias, const float *x, int rows,
+one_round(const TsModel *m, const TsQuadTreePlan *plan, const double *bias, const float *x, int rows, int block,
 		  double *phi, double *scratch, FILE *out)
 {
 	size_t		width = (size_t) m->num_outputs * ((size_t) m->num_features + 1);
 	double		t0 = ts_tool_seconds();
 
-	for (int i = 0; i < rows; i += TS_QUAD_LANES)
+	for (int i = 0; i < rows; i += block)
 	{
-		int			n = rows - i < TS_QUAD_LANES ? rows - i : TS_QUAD_LANES;
+		int			n = rows - i < block ? rows - i : block;
 
 		ts_quad_tree_contribs(m, plan, bias, x + (size_t) i * m->num_features, n, phi, scratch);
 		if (out != NULL && fwrite(phi, sizeof(double), width * (size_t) n, out) != width * (size_t) n)
@@ -56,6 +57,7 @@ main(int argc, char **argv)
 	double	   *phi,
 			   *scratch,
 				best = 1e30;
+	int			block;
 
 	if (m == NULL || rows < 1 || (size_t) rows * (size_t) m->num_features * sizeof(float) > row_bytes
 		|| (argc > 5 && out == NULL) || (isa != NULL && ts_quad_lanes_isa(isa) == NULL))
@@ -68,11 +70,13 @@ main(int argc, char **argv)
 	}
 	pt = ts_paths_build(m);		/* the walk takes its bias */
 	plan = ts_quad_tree_plan(m);
-	phi = malloc(sizeof(double) * (size_t) m->num_outputs * ((size_t) m->num_features + 1) * TS_QUAD_LANES);
-	scratch = malloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan));
+	block = getenv("TS_BENCH_BLOCK") != NULL ? atoi(getenv("TS_BENCH_BLOCK")) : plan->block_rows;
+	block = block < 1 || block > plan->block_rows ? plan->block_rows : block;
+	phi = malloc(sizeof(double) * (size_t) m->num_outputs * ((size_t) m->num_features + 1) * (size_t) block);
+	scratch = malloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan, block));
 	for (int r = 0; r < rounds; r++)
 	{
-		double		s = one_round(m, plan, pt->bias, (const float *) rows_buf, rows, phi, scratch,
+		double		s = one_round(m, plan, pt->bias, (const float *) rows_buf, rows, block, phi, scratch,
 								  r == 0 ? out : NULL);
 
 		if (s < 0.0)
@@ -82,7 +86,7 @@ main(int argc, char **argv)
 		}
 		best = s < best ? s : best;
 	}
-	printf("%s: %d rows, %d trees, %lld leaves, %s: best of %d %.3f s, %.0f rows/s\n", argv[1], rows,
+	printf("%s: %d rows in blocks of %d, %d trees, %lld leaves, %s: best of %d %.3f s, %.0f rows/s\n", argv[1], rows, block,
 		   m->num_trees, (long long) m->num_leaves, ts_quad_lanes_isa_in_use(), rounds, best, rows / best);
 	if (out != NULL)
 		fclose(out);

@@ -555,7 +555,7 @@ shap_row_cpu(TsCachedModel *cached, const float *x)
 
 	if (plan != NULL)
 		ts_quad_tree_contribs(m, plan, pt->bias, x, 1, phi,
-							  palloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan)));
+							  palloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan, 1)));
 	else
 		ts_cpu_shap_row(pt, algorithm, x, phi, palloc(sizeof(double) * ts_cpu_scratch_len(pt)));
 	return phi;

@@ -36,6 +36,13 @@ in_lanes(const TsCpuRows *r)
 	return (r->kind == TS_ROWS_SHAP || r->kind == TS_ROWS_TOP_FEATURES) && r->background == NULL;
 }
 
+/* Rows of a block in lanes: as many as the tree walk takes at once, or TS_QUAD_LANES through the paths. */
+static int32_t
+block_rows(const TsCpuRows *r)
+{
+	return r->tree_plan != NULL && r->kind != TS_ROWS_INTERACTIONS ? r->tree_plan->block_rows : TS_QUAD_LANES;
+}
+
 /* Doubles of one row's contributions. */
 static size_t
 shap_width(const TsCpuRows *r)
@@ -51,7 +58,7 @@ shap_scratch_len(const TsCpuRows *r)
 				plan;
 
 	if (in_lanes(r))
-		return r->tree_plan != NULL ? ts_quad_tree_rows_scratch_len(r->model, r->tree_plan)
+		return r->tree_plan != NULL ? ts_quad_tree_rows_scratch_len(r->model, r->tree_plan, block_rows(r))
 			: ts_quad_rows_scratch_len(r->paths);
 	if (r->background == NULL)
 		return ts_cpu_scratch_len(r->paths);
@@ -72,7 +79,7 @@ ts_cpu_rows_scratch_len(const TsCpuRows *r)
 			return in_lanes(r) ? ts_quad_pairs_scratch_len(r->paths) : ts_interactions_scratch_len(r->paths);
 		case TS_ROWS_TOP_FEATURES:
 			/* the rows' contributions (a block's in lanes), then the SHAP algorithm's own */
-			return (in_lanes(r) ? TS_QUAD_LANES : 1) * shap_width(r) + shap_scratch_len(r);
+			return (size_t) (in_lanes(r) ? block_rows(r) : 1) * shap_width(r) + shap_scratch_len(r);
 		default:
 			return shap_scratch_len(r);
 	}
@@ -116,7 +123,7 @@ block_contribs(const TsCpuRows *r, const float *x, int32_t n, double *phi, doubl
 }
 
 /*
- * Blocks [first, first + count) of TS_QUAD_LANES rows each (the pool hands
+ * Blocks [first, first + count) of block_rows rows each (the pool hands
  * out blocks in lanes, so only the run's last block is short): their
  * contributions, their top features from the block's contributions, or
  * their interaction values.
@@ -127,11 +134,12 @@ lanes_task(const TsCpuRows *r, int64_t first, int64_t count, double *scratch)
 	size_t		nf = (size_t) r->model->num_features;
 	size_t		width = ts_cpu_rows_width(r);
 	size_t		row_width = shap_width(r);
-	int64_t		end = (first + count) * TS_QUAD_LANES < r->nrows ? (first + count) * TS_QUAD_LANES : r->nrows;
+	int64_t		rows = block_rows(r);
+	int64_t		end = (first + count) * rows < r->nrows ? (first + count) * rows : r->nrows;
 
-	for (int64_t i = first * TS_QUAD_LANES; i < end; i += TS_QUAD_LANES)
+	for (int64_t i = first * rows; i < end; i += rows)
 	{
-		int32_t		n = (int32_t) (end - i < TS_QUAD_LANES ? end - i : TS_QUAD_LANES);
+		int32_t		n = (int32_t) (end - i < rows ? end - i : rows);
 
 		if (r->kind == TS_ROWS_INTERACTIONS)
 		{
@@ -143,7 +151,7 @@ lanes_task(const TsCpuRows *r, int64_t first, int64_t count, double *scratch)
 			block_contribs(r, r->x + (size_t) i * nf, n, r->out + (size_t) i * width, scratch);
 			continue;
 		}
-		block_contribs(r, r->x + (size_t) i * nf, n, scratch, scratch + TS_QUAD_LANES * row_width);
+		block_contribs(r, r->x + (size_t) i * nf, n, scratch, scratch + (size_t) rows * row_width);
 		for (int32_t l = 0; l < n; l++)
 			ts_topk_row(scratch + (size_t) l * row_width, r->model->num_outputs, (int32_t) nf, r->top_k,
 						r->out + (size_t) (i + l) * width);
@@ -200,12 +208,12 @@ chunk_rows(int64_t nrows, int threads)
 	return chunk > 0 ? chunk : 1;
 }
 
-/* The pool's units of work: rows, or blocks of TS_QUAD_LANES rows in lanes (a row's lanes then never depend on the chunks). */
+/* The pool's units of work: rows, or blocks of block_rows rows in lanes (a row's lanes then never depend on the chunks). */
 static int64_t
 pool_units(TsCpuRows *r, int64_t nrows)
 {
 	r->nrows = nrows;
-	return in_lanes(r) ? (nrows + TS_QUAD_LANES - 1) / TS_QUAD_LANES : nrows;
+	return in_lanes(r) ? (nrows + block_rows(r) - 1) / block_rows(r) : nrows;
 }
 
 bool

@@ -1,10 +1,12 @@
 /*
  * ts_quad_tree.c - quadrature SHAP carried down each tree (see
- * ts_quad_tree.h) for TS_QUAD_LANES rows in vector lanes: a depth-first
+ * ts_quad_tree.h) for a block of rows in vector lanes (TS_QUAD_LANES, or
+ * TS_TREE_LANES where the plan allows and the block has more): a depth-first
  * walk with, per level, the products going down and the sums coming up;
  * per feature, its merged fractions on the current path and the level of
  * the edge that last split on it. The walk itself is ts_quad_tree_body.h,
- * built for each instruction set as ts_quad_lanes.c's body is.
+ * built for each instruction set as ts_quad_lanes.c's body is, and for
+ * each of the two lane counts.
  */
 #include "core/ts_quad_tree.h"
 
@@ -133,7 +135,9 @@ zero_fractions(const TsModel *m, TsQuadTreePlan *plan)
 	}
 }
 
-/* Each tree's points, from its most distinct features on a path. */
+static int32_t plan_block_rows(const TsModel *m, const TsQuadTreePlan *plan);
+
+/* Each tree's points, from its most distinct features on a path, and the rows a block walks at once. */
 TsQuadTreePlan *
 ts_quad_tree_plan(const TsModel *m)
 {
@@ -154,6 +158,7 @@ ts_quad_tree_plan(const TsModel *m)
 	}
 	long_nodes(m, plan);
 	zero_fractions(m, plan);
+	plan->block_rows = plan_block_rows(m, plan);
 	ts_free(count);
 	ts_free(stack);
 	ts_free(phase);
@@ -173,7 +178,7 @@ ts_quad_tree_plan_free(TsQuadTreePlan *plan)
 	ts_free(plan);
 }
 
-/* A block's walk state: lane arrays are TS_QUAD_LANES doubles each. */
+/* A block's walk state: a lane array has a double per lane of the block's walk. */
 typedef struct BlockState
 {
 	double	   *merged_z;		/* per feature: its merged zero fraction, < 0 off the path */
@@ -185,7 +190,7 @@ typedef struct BlockState
 	double	   *edge_coef;		/* per level: the edge's coefficients (TREE_COEFS blocks of padded_points) */
 	double	   *points;			/* the tree's points, weights, -w / (1 - x) and 1 / (1 - x), each
 								 * padded to padded_points */
-	int32_t		padded_points;	/* the most points, rounded up to whole lane arrays */
+	int32_t		padded_points;	/* the most points, rounded up to TS_QUAD_LANES (whole vectors on any set) */
 	double	   *sums;			/* per level, value and point: the node's leaf values times products */
 	double	   *tops;			/* per level, value and point: the same of the topmost splits on the
 								 * edge's feature below it, whose leaves it does not take */
@@ -214,8 +219,11 @@ typedef struct BlockState
 #define TREE_CHECK_BATCH (TS_INTERRUPT_WORK >> 8)
 
 /* Each lane's index, loaded a vector at a time to pick a lane's bit out of a mask of rows. */
-static const int64_t ts_tree_lane_index[TS_QUAD_LANES] = {0, 1, 2, 3, 4, 5, 6, 7};
-_Static_assert(TS_QUAD_LANES == 8, "ts_tree_lane_index names every lane");
+static const int64_t ts_tree_lane_index[TS_TREE_LANES] = {
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+	16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+};
+_Static_assert(TS_TREE_LANES == 32 && TS_QUAD_LANES <= TS_TREE_LANES, "ts_tree_lane_index names every lane");
 
 typedef void (*TreeFn) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *rows, int32_t nrows,
 						BlockState *st);
@@ -225,68 +233,102 @@ typedef void (*TreeFn) (const TsModel *m, const TsQuadTreePlan *plan, int32_t t,
 #pragma GCC target("avx512f,avx512dq,avx2,fma")
 #define TREE_NAME tree_avx512
 #define TREE_WIDTH 8
+#define TREE_LANES TS_QUAD_LANES
+#include "core/ts_quad_tree_body.h"
+#define TREE_NAME tree_avx512_wide
+#define TREE_WIDTH 8
+#define TREE_LANES TS_TREE_LANES
 #include "core/ts_quad_tree_body.h"
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #define TREE_NAME tree_avx2
 #define TREE_WIDTH 4
+#define TREE_LANES TS_QUAD_LANES
+#include "core/ts_quad_tree_body.h"
+#define TREE_NAME tree_avx2_wide
+#define TREE_WIDTH 4
+#define TREE_LANES TS_TREE_LANES
 #include "core/ts_quad_tree_body.h"
 #pragma GCC pop_options
 #define TS_TREE_WIDE 1
 #endif
 #define TREE_NAME tree_plain
 #define TREE_WIDTH 2
+#define TREE_LANES TS_QUAD_LANES
+#include "core/ts_quad_tree_body.h"
+#define TREE_NAME tree_plain_wide
+#define TREE_WIDTH 2
+#define TREE_LANES TS_TREE_LANES
 #include "core/ts_quad_tree_body.h"
 
-/* The walk for the instruction set ts_quad_lanes uses. */
+/* The walk for the instruction set ts_quad_lanes uses, in lanes lanes. */
 static TreeFn
-tree_fn(void)
+tree_fn(int32_t lanes)
 {
 	const char *isa = ts_quad_lanes_isa_in_use();
+	bool		wide = lanes == TS_TREE_LANES;
 
 	(void) isa;
 #ifdef TS_TREE_WIDE
 	if (strcmp(isa, "avx512") == 0)
-		return tree_avx512;
+		return wide ? tree_avx512_wide : tree_avx512;
 	if (strcmp(isa, "avx2") == 0)
-		return tree_avx2;
+		return wide ? tree_avx2_wide : tree_avx2;
 #endif
-	return tree_plain;
+	return wide ? tree_plain_wide : tree_plain;
 }
 
-/* The walk's lane arrays and frames, for the deepest tree and most points. */
+/* The lanes a block of nrows rows walks in: the fewer where they hold it. */
+static int32_t
+block_lanes(const TsQuadTreePlan *plan, int32_t nrows)
+{
+	return nrows <= TS_QUAD_LANES ? TS_QUAD_LANES : plan->block_rows;
+}
+
+/* The walk's lane arrays and frames in lanes lanes, for the deepest tree and most points. */
 static size_t
-walk_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
+walk_scratch_len(const TsModel *m, const TsQuadTreePlan *plan, size_t lanes)
 {
 	size_t		q = (size_t) plan->max_points;
 	size_t		depth = (size_t) m->max_depth + 2;
 	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
-	size_t		lanes = TS_QUAD_LANES;
 	size_t		values = (size_t) ts_leaf_size(m);
 
-	size_t		padded = (q + lanes - 1) / lanes * lanes;
+	size_t		padded = (q + TS_QUAD_LANES - 1) / TS_QUAD_LANES * TS_QUAD_LANES;
 
 	return TS_LANE_ALIGN_SLACK + nf + nf * lanes + (nf + 1) / 2 + 2 * depth * lanes + depth * q * lanes + TREE_COEFS * depth * padded
 		+ 4 * padded + 2 * depth * values * q * lanes
 		+ (sizeof(TreeFrame) * depth + sizeof(double) - 1) / sizeof(double);
 }
 
-/* The walk's scratch, then the block's contributions in lanes. */
-size_t
-ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan)
+/* The walk's scratch, then the block's contributions in lanes lanes. */
+static size_t
+scratch_len(const TsModel *m, const TsQuadTreePlan *plan, size_t lanes)
 {
-	return walk_scratch_len(m, plan) + (size_t) m->num_outputs * ((size_t) m->num_features + 1) * TS_QUAD_LANES;
+	return walk_scratch_len(m, plan, lanes) + (size_t) m->num_outputs * ((size_t) m->num_features + 1) * lanes;
+}
+
+size_t
+ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan, int32_t nrows)
+{
+	return scratch_len(m, plan, (size_t) block_lanes(plan, nrows));
+}
+
+/* The most rows a block walks at once: TS_TREE_LANES where their scratch fits TS_QUAD_TREE_SCRATCH_MAX. */
+static int32_t
+plan_block_rows(const TsModel *m, const TsQuadTreePlan *plan)
+{
+	return scratch_len(m, plan, TS_TREE_LANES) <= TS_QUAD_TREE_SCRATCH_MAX ? TS_TREE_LANES : TS_QUAD_LANES;
 }
 
 /* Carve the block state out of scratch: the lane arrays from a 64-byte line (each a whole number of lines), then the rest. */
 static void
-carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch, BlockState *st)
+carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch, BlockState *st, size_t lanes)
 {
 	size_t		q = (size_t) plan->max_points;
 	size_t		depth = (size_t) m->max_depth + 2;
 	size_t		nf = (size_t) (m->num_features > 0 ? m->num_features : 1);
-	size_t		lanes = TS_QUAD_LANES;
 	size_t		values = (size_t) ts_leaf_size(m);
 
 	st->phi_lanes = ts_lane_align(scratch);
@@ -294,7 +336,7 @@ carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch,
 	st->edge_o = st->merged_o + nf * lanes;
 	st->saved_o = st->edge_o + depth * lanes;
 	st->prods = st->saved_o + depth * lanes;
-	st->padded_points = (int32_t) ((q + lanes - 1) / lanes * lanes);
+	st->padded_points = (int32_t) ((q + TS_QUAD_LANES - 1) / TS_QUAD_LANES * TS_QUAD_LANES);
 	st->edge_coef = st->prods + depth * q * lanes;
 	st->points = st->edge_coef + TREE_COEFS * depth * (size_t) st->padded_points;
 	st->sums = st->points + 4 * (size_t) st->padded_points;
@@ -321,24 +363,25 @@ ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double
 {
 	size_t		columns = (size_t) m->num_features + 1;
 	size_t		width = (size_t) m->num_outputs * columns;
+	size_t		lanes = (size_t) block_lanes(plan, nrows);
 	BlockState	st;
-	TreeFn		fn = tree_fn();
+	TreeFn		fn = tree_fn((int32_t) lanes);
 
-	carve_block_state(m, plan, scratch, &st);
-	memset(st.phi_lanes, 0, sizeof(double) * width * TS_QUAD_LANES);
+	carve_block_state(m, plan, scratch, &st, lanes);
+	memset(st.phi_lanes, 0, sizeof(double) * width * lanes);
 	for (int32_t k = 0; k < m->num_outputs; k++)
-		for (int32_t l = 0; l < TS_QUAD_LANES; l++)
-			st.phi_lanes[((size_t) k * columns + columns - 1) * TS_QUAD_LANES + l] = bias[k];
+		for (size_t l = 0; l < lanes; l++)
+			st.phi_lanes[((size_t) k * columns + columns - 1) * lanes + l] = bias[k];
 	for (int32_t t = 0; t < m->num_trees; t++)
 		fn(m, plan, t, rows, nrows, &st);
 	for (int32_t l = 0; l < nrows; l++)
 		for (size_t j = 0; j < width; j++)
-			phi[(size_t) l * width + j] = st.phi_lanes[j * TS_QUAD_LANES + l];
+			phi[(size_t) l * width + j] = st.phi_lanes[j * lanes + (size_t) l];
 }
 
 /* Whether the walk's scratch stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
 bool
 ts_quad_tree_fits(const TsModel *m, const TsQuadTreePlan *plan)
 {
-	return walk_scratch_len(m, plan) <= TS_QUAD_TREE_SCRATCH_MAX;
+	return walk_scratch_len(m, plan, TS_QUAD_LANES) <= TS_QUAD_TREE_SCRATCH_MAX;
 }

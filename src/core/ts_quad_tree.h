@@ -25,7 +25,20 @@ typedef struct TsQuadTreePlan
 	int64_t    *long_offset;	/* per point count 0 .. max_points: into long_nodes, or -1 */
 	double	   *zero_fraction;	/* per node (as the model's arrays): its cover over its parent's,
 								 * 0 where the parent has none; computed once, not per row */
+	int32_t		block_rows;		/* rows a walk takes at once, most: TS_TREE_LANES, or
+								 * TS_QUAD_LANES where that many lanes' scratch would not fit */
 } TsQuadTreePlan;
+
+/*
+ * Rows a block walks at once where its scratch fits: a node's bookkeeping
+ * (its rows' directions, the edge's coefficients, the frames) is the same
+ * for any number of lanes, so more lanes share it (32 walk 1.6-1.7 times
+ * as many rows a second as 8 on the development machine). A block of
+ * TS_QUAD_LANES rows or fewer (one row of shap_values(), a batch's last)
+ * walks in TS_QUAD_LANES lanes; a row's values are the same bytes in
+ * either, as every lane does the same operations.
+ */
+#define TS_TREE_LANES 32
 
 /* The plan of a validated model with covers. */
 extern TsQuadTreePlan *ts_quad_tree_plan(const TsModel *m);
@@ -37,14 +50,15 @@ extern void ts_quad_tree_plan_free(TsQuadTreePlan *plan);
 extern void ts_quad_tree_nodes(const TsQuadTreePlan *plan, int32_t t, const double **x, const double **w);
 
 /*
- * Scratch doubles ts_quad_tree_contribs needs: per level of the deepest
- * tree, lanes of products and sums; and the block's contributions in lanes
- * (outputs x (features + 1) x TS_QUAD_LANES, as large as the caller's phi).
+ * Scratch doubles ts_quad_tree_contribs needs for blocks of up to nrows
+ * rows (at most plan->block_rows): per level of the deepest tree, lanes of
+ * products and sums; and the block's contributions in lanes (outputs x
+ * (features + 1) x lanes).
  */
-extern size_t ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan);
+extern size_t ts_quad_tree_rows_scratch_len(const TsModel *m, const TsQuadTreePlan *plan, int32_t nrows);
 
 /*
- * The contributions of rows[0 .. nrows) (1 <= nrows <= TS_QUAD_LANES, rows
+ * The contributions of rows[0 .. nrows) (1 <= nrows <= plan->block_rows, rows
  * of num_features floats), in vector lanes: the model's bias (a path table's
  * bias, one per output) in each phi row's last column, then every tree's
  * walk added, in the same order for every row (phi: nrows rows of outputs x
@@ -60,7 +74,7 @@ extern void ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, 
  */
 #define TS_QUAD_TREE_SCRATCH_MAX ((size_t) 1 << 20)
 
-/* Whether the walk's scratch for this model (its levels, not the lane contributions) stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
+/* Whether the walk's scratch for this model in TS_QUAD_LANES lanes (its levels, not the lane contributions) stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */
 extern bool ts_quad_tree_fits(const TsModel *m, const TsQuadTreePlan *plan);
 
 #endif							/* TS_QUAD_TREE_H */

@@ -1,16 +1,19 @@
 /*
  * ts_quad_tree_body.h - the block walk of ts_quad_tree.c, included there
- * once per instruction set with TREE_NAME (the function) and TREE_WIDTH
- * (doubles per native vector) defined; no include guard. Every row of a
- * block walks the whole tree, so the walk is the same for all TS_QUAD_LANES
- * lanes: only the one fractions differ (the zero fractions are the covers',
- * the same in every lane). A lane array is TREE_CHUNKS native vectors.
+ * once per instruction set and lane count with TREE_NAME (the function),
+ * TREE_WIDTH (doubles per native vector) and TREE_LANES (rows at once)
+ * defined; no include guard. Every row of a block walks the whole tree, so
+ * the walk is the same for all TREE_LANES lanes: only the one fractions
+ * differ (the zero fractions are the covers', the same in every lane). A
+ * lane array is TREE_CHUNKS native vectors. Each lane's operations are the
+ * same whatever TREE_LANES is, so a row's values are the same bytes in
+ * either lane count.
  */
 #define TREE_JOIN2(a, b) a##b
 #define TREE_JOIN(a, b) TREE_JOIN2(a, b)
 #define TREE_VEC TREE_JOIN(TREE_NAME, _vec)
 #define TREE_MASK TREE_JOIN(TREE_NAME, _mask)
-#define TREE_CHUNKS (TS_QUAD_LANES / TREE_WIDTH)
+#define TREE_CHUNKS (TREE_LANES / TREE_WIDTH)
 #define TREE_CHUNK for (int32_t c = 0; c < TREE_CHUNKS; c++)
 
 /* one native vector of lanes, at any double's alignment, allowed to alias doubles */
@@ -66,8 +69,8 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32
 	bool		is_left = child == m->left[n];
 	double		z0 = st->merged_z[k];
 	bool		seen = z0 >= 0.0;
-	double	   *o0 = st->merged_o + (size_t) k * TS_QUAD_LANES;
-	double	   *oc = st->edge_o + (size_t) (top + 1) * TS_QUAD_LANES;
+	double	   *o0 = st->merged_o + (size_t) k * TREE_LANES;
+	double	   *oc = st->edge_o + (size_t) (top + 1) * TREE_LANES;
 	TreeFrame  *cf = f + 1;
 
 	if (is_left)				/* once per node: which rows go left */
@@ -78,7 +81,7 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32
 	}
 	{
 		/* the block's rows that take this child: o is 1 there, 0 elsewhere (and past nrows) */
-		uint32_t	taking = is_left ? f->left_lanes : ~f->left_lanes & ((1u << nrows) - 1u);
+		uint32_t	taking = is_left ? f->left_lanes : ~f->left_lanes & (uint32_t) ((1ull << nrows) - 1ull);
 		TREE_VEC   *o_taken = (TREE_VEC *) oc;
 		TREE_VEC   *o_above = (TREE_VEC *) o0;
 
@@ -106,8 +109,8 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32
 
 			for (int32_t i = 0; i < q; i++)
 			{
-				TREE_VEC   *prod = (TREE_VEC *) (st->prods + ((size_t) top * q + i) * TS_QUAD_LANES);
-				TREE_VEC   *out = (TREE_VEC *) (st->prods + ((size_t) (top + 1) * q + i) * TS_QUAD_LANES);
+				TREE_VEC   *prod = (TREE_VEC *) (st->prods + ((size_t) top * q + i) * TREE_LANES);
+				TREE_VEC   *out = (TREE_VEC *) (st->prods + ((size_t) (top + 1) * q + i) * TREE_LANES);
 				TREE_VEC	g = TREE_PICK(on, e[TREE_G0 * pad + i], e[TREE_G1 * pad + i]);
 
 				/* a repeated feature's factor above divided out (a factor of 0 has merged the product into 0) */
@@ -119,10 +122,10 @@ TREE_JOIN(TREE_NAME, _push) (const TsModel *m, const TsQuadTreePlan *plan, int32
 		}
 	}
 	/* k's one fractions above are kept at the child's level (its sums and tops are written as they come) */
-	memcpy(st->saved_o + (size_t) (top + 1) * TS_QUAD_LANES, o0, sizeof(double) * TS_QUAD_LANES);
+	memcpy(st->saved_o + (size_t) (top + 1) * TREE_LANES, o0, sizeof(double) * TREE_LANES);
 	st->merged_z[k] = cf->z;
 	st->edge_level[k] = top + 1;
-	memcpy(o0, oc, sizeof(double) * TS_QUAD_LANES);
+	memcpy(o0, oc, sizeof(double) * TREE_LANES);
 }
 
 /* The edge into the node at level top: each lane's sum_q own_q (o - z) w_q / g_q, per value, into its phi lanes. */
@@ -132,15 +135,15 @@ TREE_JOIN(TREE_NAME, _share) (const TsModel *m, int32_t t, const TreeFrame *f, B
 {
 	int32_t		k_values = ts_leaf_size(m);
 	size_t		width = (size_t) m->num_features + 1;
-	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
-	TREE_VEC   *o = (TREE_VEC *) (st->edge_o + (size_t) top * TS_QUAD_LANES);
+	size_t		level_sums = (size_t) k_values * q * TREE_LANES;
+	TREE_VEC   *o = (TREE_VEC *) (st->edge_o + (size_t) top * TREE_LANES);
 	size_t		pad = (size_t) st->padded_points;
 	const double *e = st->edge_coef + (size_t) top * TREE_COEFS * pad;
 
 	for (int32_t k = 0; k < k_values; k++)
 	{
 		TREE_VEC   *phi = (TREE_VEC *) (st->phi_lanes
-										+ ((size_t) (m->tree_group[t] + k) * width + f->feature) * TS_QUAD_LANES);
+										+ ((size_t) (m->tree_group[t] + k) * width + f->feature) * TREE_LANES);
 
 		TREE_CHUNK
 		{
@@ -149,7 +152,7 @@ TREE_JOIN(TREE_NAME, _share) (const TsModel *m, int32_t t, const TreeFrame *f, B
 
 			for (int32_t i = 0; i < q; i++)
 			{
-				size_t		at = (size_t) top * level_sums + ((size_t) k * q + i) * TS_QUAD_LANES;
+				size_t		at = (size_t) top * level_sums + ((size_t) k * q + i) * TREE_LANES;
 				TREE_VEC	own = ((TREE_VEC *) (st->sums + at))[c];
 
 				if (f->has_tops)
@@ -186,7 +189,7 @@ TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, 
 							   int32_t q)
 {
 	int64_t		n = m->tree_offset[t] + f->node;
-	size_t		level_sums = (size_t) ts_leaf_size(m) * q * TS_QUAD_LANES;
+	size_t		level_sums = (size_t) ts_leaf_size(m) * q * TREE_LANES;
 
 	if (m->left[n] != -1 && st->edge_level[m->split_feature[n]] >= 0)
 	{
@@ -204,8 +207,8 @@ TREE_JOIN(TREE_NAME, _finish) (const TsModel *m, int32_t t, const TreeFrame *f, 
 								level_sums, st->frames[top - 1].phase == 1);
 	st->merged_z[f->feature] = f->prev_z;
 	st->edge_level[f->feature] = f->prev_level;
-	memcpy(st->merged_o + (size_t) f->feature * TS_QUAD_LANES,
-		   st->saved_o + (size_t) top * TS_QUAD_LANES, sizeof(double) * TS_QUAD_LANES);
+	memcpy(st->merged_o + (size_t) f->feature * TREE_LANES,
+		   st->saved_o + (size_t) top * TREE_LANES, sizeof(double) * TREE_LANES);
 }
 
 /* Tree t's contributions for the block's rows, on q points. */
@@ -215,7 +218,7 @@ TREE_JOIN(TREE_NAME, _walk) (const TsModel *m, const TsQuadTreePlan *plan, int32
 {
 	int64_t		base = m->tree_offset[t];
 	int32_t		k_values = ts_leaf_size(m);
-	size_t		level_sums = (size_t) k_values * q * TS_QUAD_LANES;
+	size_t		level_sums = (size_t) k_values * q * TREE_LANES;
 	int32_t		top = 0;
 	int64_t		pending = 0;
 	const double *x,
@@ -237,7 +240,7 @@ TREE_JOIN(TREE_NAME, _walk) (const TsModel *m, const TsQuadTreePlan *plan, int32
 		st->points[3 * st->padded_points + i] = 1.0 / (1.0 - xi);
 	}
 	st->frames[0] = (TreeFrame) {.node = 0, .feature = -1};
-	for (int32_t i = 0; i < q * TS_QUAD_LANES; i++)
+	for (int32_t i = 0; i < q * TREE_LANES; i++)
 		st->prods[i] = 1.0;
 	while (top >= 0)
 	{
@@ -263,7 +266,7 @@ TREE_JOIN(TREE_NAME, _walk) (const TsModel *m, const TsQuadTreePlan *plan, int32
 		}
 		if (m->left[n] == -1)
 		{
-			TREE_VEC   *prod = (TREE_VEC *) (st->prods + (size_t) top * q * TS_QUAD_LANES);
+			TREE_VEC   *prod = (TREE_VEC *) (st->prods + (size_t) top * q * TREE_LANES);
 			TREE_VEC   *s = (TREE_VEC *) (st->sums + (size_t) top * level_sums);
 
 			for (int32_t k = 0; k < k_values; k++)
@@ -313,3 +316,4 @@ TREE_NAME(const TsModel *m, const TsQuadTreePlan *plan, int32_t t, const float *
 #undef TREE_VEC
 #undef TREE_NAME
 #undef TREE_WIDTH
+#undef TREE_LANES

@@ -15,8 +15,11 @@ references test/fixtures/make_interactions.py writes by quadrature because
 float TreeSHAP loses digits there (41-element paths), against those references
 within 1e-12 instead, since the dynamic programme loses digits too (4.4e-8 on
 "long"). Rows go in
-blocks of 8: each fixture's rows are followed by their first five again, so
-that the last block is partly filled."""
+blocks of 8 (the walk: of its plan's block_rows, 32 where its scratch fits):
+each fixture's rows are followed by their first five again, so that the last
+block is partly filled. The walk a row at a time (in 8 lanes) must give the
+same bytes as in blocks, on each set: a row's values do not depend on its
+batch."""
 import csv
 import glob
 import os
@@ -66,6 +69,12 @@ def check(name, ran):
                 got = contribs(model, tmp.name, algorithm, cli)
                 if got is None:
                     continue
+                if algorithm.startswith("tree-lanes"):
+                    alone = contribs(model, tmp.name, "tree-row:" + isa, cli)
+                    if alone != got:
+                        ok = False
+                        print(f"BAD {name} tree-row:{isa} ({os.path.basename(cli)}): a row alone is not the "
+                              f"same bytes as in its block")
                 ran.add(isa)
                 worst = max(abs(a - b) / max(1.0, abs(b)) for g, w in zip(got, want) for a, b in zip(g, w))
                 good = len(got) == len(want) and worst <= bound

@@ -1,12 +1,13 @@
 /*
  * ts_cli.c - standalone driver of the compute core, without PostgreSQL:
- *   ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]]
+ *   ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|tree-row[:ISA]|gpu-layout|lanes[:ISA]]
  *                               print pred_contribs rows (outputs x (features+1));
  *                               lanes: quadrature in blocks of rows (ts_quad_rows), on
  *                               the CPU's widest instruction set or the one named
  *                               (avx512, avx2, x86-64; exit 2 if the CPU lacks it)
  *                               tree-lanes: quadrature carried down each tree
- *                               (ts_quad_tree), in blocks of rows
+ *                               (ts_quad_tree), in blocks of the plan's block_rows
+ *                               rows; tree-row: the same, a row at a time
  *                               gpu-layout evaluates the GPU quadrature layout
  *                               (src/gpu/ts_gpu_quad.c) on the host as the kernel does
  *   ts_cli margin MODEL CSV     print margins
@@ -189,12 +190,13 @@ exercise(const TsModel *m, const TsPathTable *pt)
 }
 
 /*
- * Contribs of every CSV line in blocks of TS_QUAD_LANES rows, on the
- * instruction set named or the CPU's widest: through each path
- * (ts_quad_rows), or down each tree (tree: ts_quad_tree_rows).
+ * Contribs of every CSV line in blocks of rows, on the instruction set
+ * named or the CPU's widest: through each path (ts_quad_rows, blocks of
+ * TS_QUAD_LANES), or down each tree (tree: ts_quad_tree_contribs, blocks of
+ * the plan's block_rows, or of one row where one_row).
  */
 static int
-run_blocks(const TsModel *m, const char *csv, const char *isa, bool tree)
+run_blocks(const TsModel *m, const char *csv, const char *isa, bool tree, bool one_row)
 {
 	TsPathTable *pt;
 	TsQuadTreePlan *plan = NULL;
@@ -205,7 +207,8 @@ run_blocks(const TsModel *m, const char *csv, const char *isa, bool tree)
 	float	   *rows;
 	double	   *phi;
 	double	   *scratch;
-	int32_t		n = 0;
+	int32_t		n = 0,
+				block;
 	bool		more = true;
 
 	/* before anything is allocated: an instruction set this CPU lacks is exit 2, nothing leaked */
@@ -214,15 +217,16 @@ run_blocks(const TsModel *m, const char *csv, const char *isa, bool tree)
 	pt = ts_paths_build(m);		/* the tree walk takes its bias */
 	if (tree)
 		plan = ts_quad_tree_plan(m);
-	rows = malloc(sizeof(float) * (size_t) m->num_features * TS_QUAD_LANES);
-	phi = malloc(sizeof(double) * width * TS_QUAD_LANES);
-	scratch = malloc(sizeof(double) * (tree ? ts_quad_tree_rows_scratch_len(m, plan) : ts_quad_rows_scratch_len(pt)));
+	block = tree ? (one_row ? 1 : plan->block_rows) : TS_QUAD_LANES;
+	rows = malloc(sizeof(float) * (size_t) m->num_features * (size_t) block);
+	phi = malloc(sizeof(double) * width * (size_t) block);
+	scratch = malloc(sizeof(double) * (tree ? ts_quad_tree_rows_scratch_len(m, plan, block) : ts_quad_rows_scratch_len(pt)));
 	while (more)
 	{
 		more = getline(&line, &cap, f) > 0;
 		if (more)
 			parse_row(line, rows + (size_t) n++ * m->num_features, m);
-		if (n < TS_QUAD_LANES && (more || n == 0))
+		if (n < block && (more || n == 0))
 			continue;
 		if (tree)
 			ts_quad_tree_contribs(m, plan, pt->bias, rows, n, phi, scratch);
@@ -629,14 +633,16 @@ main(int argc, char **argv)
 								  argc > 5 ? argv[5] : NULL);
 		else
 			rc = argc > 4 && strncmp(argv[4], "tree-lanes", 10) == 0 && strcmp(argv[1], "contribs") == 0
-				? run_blocks(m, argv[3], argv[4][10] == ':' ? argv[4] + 11 : "", true)
+				? run_blocks(m, argv[3], argv[4][10] == ':' ? argv[4] + 11 : "", true, false)
+				: argc > 4 && strncmp(argv[4], "tree-row", 8) == 0 && strcmp(argv[1], "contribs") == 0
+				? run_blocks(m, argv[3], argv[4][8] == ':' ? argv[4] + 9 : "", true, true)
 				: argc > 4 && strncmp(argv[4], "lanes", 5) == 0 && strcmp(argv[1], "contribs") == 0
-				? run_blocks(m, argv[3], argv[4][5] == ':' ? argv[4] + 6 : "", false)
+				? run_blocks(m, argv[3], argv[4][5] == ':' ? argv[4] + 6 : "", false, false)
 				: run_rows(m, argv[3], strcmp(argv[1], "contribs") == 0, argc > 4 ? argv[4] : "treeshap");
 		ts_model_free(m);
 		free(buf);
 		return rc;
 	}
-	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [shapley|taylor|lanes[:ISA] [,F,F,]] | ts_cli load MODEL...\n");
+	fprintf(stderr, "usage: ts_cli contribs MODEL CSV [treeshap|quadrature|tree-lanes[:ISA]|tree-row[:ISA]|gpu-layout|lanes[:ISA]] | ts_cli margin MODEL CSV | ts_cli interactions MODEL CSV [shapley|taylor|lanes[:ISA] [,F,F,]] | ts_cli load MODEL...\n");
 	return 2;
 }
