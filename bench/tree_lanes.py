@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Quadrature carried down each tree (src/core/ts_quad_tree.c) against the
-path table's (src/core/ts_quad_lanes.c), both in blocks of 8 rows on one
-thread, through the core's CLI (no PostgreSQL): rows/s of each on every
+path table's (src/core/ts_quad_lanes.c), in blocks of the walk's 32 rows and
+the path lanes' 8 on one thread, through the core's CLI (no PostgreSQL): rows/s of each on every
 instruction set this CPU runs, best of TS_BENCH_REPS (3) alternated runs, the
 time of loading the model (a run over no rows) taken off; the CLI's own time
 to parse and print the rows stays in. The two must agree within 1e-12 relative

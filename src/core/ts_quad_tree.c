@@ -279,11 +279,15 @@ tree_fn(int32_t lanes)
 	return wide ? tree_plain_wide : tree_plain;
 }
 
-/* The lanes a block of nrows rows walks in: the fewer where they hold it. */
+/*
+ * The lanes a block of nrows rows walks in: the fewer where they do less
+ * work (up to two passes of TS_QUAD_LANES cost less than one of
+ * TS_TREE_LANES).
+ */
 static int32_t
 block_lanes(const TsQuadTreePlan *plan, int32_t nrows)
 {
-	return nrows <= TS_QUAD_LANES ? TS_QUAD_LANES : plan->block_rows;
+	return nrows <= 2 * TS_QUAD_LANES ? TS_QUAD_LANES : plan->block_rows;
 }
 
 /* The walk's lane arrays and frames in lanes lanes, for the deepest tree and most points. */
@@ -353,17 +357,16 @@ carve_block_state(const TsModel *m, const TsQuadTreePlan *plan, double *scratch,
 }
 
 /*
- * The bias in each output's last column of the lane contributions, every
- * tree walked on the chosen instruction set, then the lanes written out as
- * the rows' phi.
+ * One pass of up to lanes rows: the bias in each output's last column of
+ * the lane contributions, every tree walked on the chosen instruction set,
+ * then the lanes written out as the rows' phi.
  */
-void
-ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double *bias, const float *rows,
-					  int32_t nrows, double *phi, double *scratch)
+static void
+walk_block(const TsModel *m, const TsQuadTreePlan *plan, const double *bias, const float *rows, int32_t nrows,
+		   double *phi, double *scratch, size_t lanes)
 {
 	size_t		columns = (size_t) m->num_features + 1;
 	size_t		width = (size_t) m->num_outputs * columns;
-	size_t		lanes = (size_t) block_lanes(plan, nrows);
 	BlockState	st;
 	TreeFn		fn = tree_fn((int32_t) lanes);
 
@@ -377,6 +380,19 @@ ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double
 	for (int32_t l = 0; l < nrows; l++)
 		for (size_t j = 0; j < width; j++)
 			phi[(size_t) l * width + j] = st.phi_lanes[j * lanes + (size_t) l];
+}
+
+/* The block in passes of the lanes block_lanes picks (two of TS_QUAD_LANES for 9 to 16 rows). */
+void
+ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, const double *bias, const float *rows,
+					  int32_t nrows, double *phi, double *scratch)
+{
+	size_t		width = (size_t) m->num_outputs * ((size_t) m->num_features + 1);
+	int32_t		lanes = block_lanes(plan, nrows);
+
+	for (int32_t i = 0; i < nrows; i += lanes)
+		walk_block(m, plan, bias, rows + (size_t) i * (size_t) m->num_features, nrows - i < lanes ? nrows - i : lanes,
+				   phi + (size_t) i * width, scratch, (size_t) lanes);
 }
 
 /* Whether the walk's scratch stays within TS_QUAD_TREE_SCRATCH_MAX doubles. */

@@ -33,9 +33,10 @@ typedef struct TsQuadTreePlan
  * Rows a block walks at once where its scratch fits: a node's bookkeeping
  * (its rows' directions, the edge's coefficients, the frames) is the same
  * for any number of lanes, so more lanes share it (32 walk 1.6-1.7 times
- * as many rows a second as 8 on the development machine). A block of
- * TS_QUAD_LANES rows or fewer (one row of shap_values(), a batch's last)
- * walks in TS_QUAD_LANES lanes; a row's values are the same bytes in
+ * as many rows a second as 8 on the development machine). A block of up
+ * to 2 x TS_QUAD_LANES rows (one row of shap_values(), a short batch's or
+ * a batch's last rows) walks in TS_QUAD_LANES lanes, in one or two passes,
+ * where 32 lanes would do more work; a row's values are the same bytes in
  * either, as every lane does the same operations.
  */
 #define TS_TREE_LANES 32
@@ -70,7 +71,9 @@ extern void ts_quad_tree_contribs(const TsModel *m, const TsQuadTreePlan *plan, 
 /*
  * Scratch doubles per thread past which a model's trees are too deep to walk
  * (a level costs points x lanes doubles): such a model (thousands of levels)
- * takes the path table's lanes, whose scratch follows its merged paths.
+ * takes the path table's lanes, whose scratch follows its merged paths. A
+ * model whose walk and lane contributions would pass it in TS_TREE_LANES
+ * lanes walks in TS_QUAD_LANES (plan->block_rows).
  */
 #define TS_QUAD_TREE_SCRATCH_MAX ((size_t) 1 << 20)
 
