@@ -19,6 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from concurrency import connect, features_of, load, queries_at_once  # noqa: E402
+from cpu_threads import sessions_rate  # noqa: E402
 
 REPS = 2
 
@@ -45,18 +46,6 @@ def threads_rate(conn, sql_of, distinct, n):
     return best, row
 
 
-def sessions_rate(conns, sql, distinct, n, expected):
-    """rows/s of n sessions on one thread each at once, each over the same distinct rows."""
-    best = 0.0
-    for _ in range(REPS):
-        seconds, results = queries_at_once(conns[:n], [sql] * n)
-        wrong = [r for r in results if r != expected]
-        if wrong:
-            raise RuntimeError(f"{len(wrong)} of {n} sessions failed or differed: {wrong[0]}")
-        best = max(best, n * distinct / seconds)
-    return best
-
-
 def sweep(work, name):
     table = "s_" + re.sub(r"\W", "_", name)
     features, _outputs = features_of(work, name)
@@ -65,11 +54,6 @@ def sweep(work, name):
         distinct = sum(1 for _ in f)
     conn = connect("cpu")
     load(conn, work, name, table, features, top * distinct)
-    conns = [connect("cpu") for _ in range(top)]
-    for c in conns:
-        with c.cursor() as cur:
-            cur.execute("SET treeshap.cpu_threads = 1")
-            cur.execute(shap_sql(name, table, features, 0, 10))  # each session reads the model once
     sql_of = lambda lo, hi: shap_sql(name, table, features, lo, hi)  # noqa: E731
     one, expected = threads_rate(conn, sql_of, distinct, 1)
     rows = []
@@ -78,13 +62,12 @@ def sweep(work, name):
         with conn.cursor() as cur:  # n threads over one thread's rows: the same bits
             cur.execute(sql_of(0, distinct))
             same_rows = cur.fetchone() == expected
-        s = sessions_rate(conns, sql_of(0, distinct), distinct, n, expected)
+        s = sessions_rate(lambda rows: sql_of(0, rows), n, distinct, expected)
         rows.append({"kind": "cpu_sweep", "name": name, "count": n, "rows_each": distinct,
                      "threads": t, "threads_scaling": t / (n * one), "sessions": s,
                      "sessions_scaling": s / (n * one), "bitwise_equal": same_rows})
         print(json.dumps(rows[-1]), flush=True)
-    for c in conns + [conn]:
-        c.close()
+    conn.close()
     return rows
 
 

@@ -50,6 +50,8 @@ main(int argc, char **argv)
 	int			rounds = argc > 4 ? atoi(argv[4]) : 3;
 	FILE	   *out = argc > 5 ? fopen(argv[5], "wb") : NULL;
 	const char *isa = getenv("TS_BENCH_ISA");
+	const char *block_env = getenv("TS_BENCH_BLOCK");
+	bool		isa_ok = isa == NULL || ts_quad_lanes_isa(isa) != NULL;
 	TsError		err = {0};
 	TsModel    *m = buf != NULL && rows_buf != NULL ? ts_model_read(buf, len, &err) : NULL;
 	TsPathTable *pt;
@@ -60,17 +62,16 @@ main(int argc, char **argv)
 	int			block;
 
 	if (m == NULL || rows < 1 || (size_t) rows * (size_t) m->num_features * sizeof(float) > row_bytes
-		|| (argc > 5 && out == NULL) || (isa != NULL && ts_quad_lanes_isa(isa) == NULL))
+		|| (argc > 5 && out == NULL) || !isa_ok)
 	{
 		fprintf(stderr, "usage: tree_walk MODEL ROWS_F32 ROWS [ROUNDS [OUT]] (%s)\n",
-				m == NULL ? err.message : isa != NULL && ts_quad_lanes_isa(isa) == NULL
-				? "TS_BENCH_ISA names no instruction set this CPU runs"
+				m == NULL ? err.message : !isa_ok ? "TS_BENCH_ISA names no instruction set this CPU runs"
 				: "too few rows in ROWS_F32, or OUT not writable");
 		return 1;
 	}
 	pt = ts_paths_build(m);		/* the walk takes its bias */
 	plan = ts_quad_tree_plan(m);
-	block = getenv("TS_BENCH_BLOCK") != NULL ? atoi(getenv("TS_BENCH_BLOCK")) : plan->block_rows;
+	block = block_env != NULL ? atoi(block_env) : plan->block_rows;
 	block = block < 1 || block > plan->block_rows ? plan->block_rows : block;
 	phi = malloc(sizeof(double) * (size_t) m->num_outputs * ((size_t) m->num_features + 1) * (size_t) block);
 	scratch = malloc(sizeof(double) * ts_quad_tree_rows_scratch_len(m, plan, block));
