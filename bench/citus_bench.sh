@@ -1,7 +1,7 @@
 #!/bin/bash
 # explain_into over a table distributed by Citus, with one worker node and then
 # two, on this machine (test/citus_cluster.sh): each worker node pinned to its
-# own share of the cores (half of them; taskset), the coordinator unpinned,
+# own half of the machine (taskset; see shares), the coordinator unpinned,
 # treeshap.device = cpu unless TS_BENCH_DEVICE says otherwise (gpu: the nodes
 # share the machine's GPUs, or with TS_BENCH_GPUS="0 1" worker node i has the
 # i-th GPU to itself); TS_BENCH_CONF adds settings to every node. The
@@ -22,7 +22,10 @@ work=$(cd "$1" && pwd) name=$2 rows=${3:-2000000}
 device=${TS_BENCH_DEVICE:-cpu}
 cores=$(nproc)
 half=$((cores / 2))
-shares=("0-$((half - 1))" "$half-$((cores - 1))")
+# the two nodes' halves of the machine (bench/machine_halves.py: whole cores,
+# by NUMA node); TS_BENCH_SHARES="LIST0 LIST1" names them instead
+# shellcheck disable=SC2207
+shares=(${TS_BENCH_SHARES:-$(python3 bench/machine_halves.py)})
 features=$(python3 -c "import json; print(json.load(open('$work/$name.json'))['learner']['learner_model_param']['num_feature'])")
 TS_CITUS_LABEL=citus-bench
 TS_CITUS_GPUS=${TS_BENCH_GPUS:-}
@@ -134,6 +137,7 @@ def gpu_util(f):  # mean utilization (%) of each GPU over the call
 n, rows, done, t, sample = $n, $rows, int('$done' or 0), $t1 - $t0, '$sample' == 't'
 print(json.dumps({'kind': 'citus_explain_into', 'name': '$name', 'device': '$device', 'rows': rows,
                   'worker_nodes': n, 'cores': $cores, 'cores_per_node': $half,
+                  'node_cpus': '${shares[*]}'.split()[:n],
                   'gpus': '${TS_CITUS_GPUS}'.split()[:n], 'seconds': round(t, 3),
                   'rows_per_s': round(rows / t), 'every_row': done == rows, 'sample_equal': sample,
                   'checksum': '$checksum',
