@@ -45,6 +45,7 @@ struct TsBulkWriter
 	BulkInsertState bistate;
 	CommandId	cid;
 	TupleDesc	slot_desc;		/* the target's, copied: slots that pin nothing */
+	MemoryContext slot_cxt;		/* the writer's: where slots are made */
 	const TupleTableSlotOps *slot_ops;
 	TupleTableSlot *slots[TS_BULK_ROWS];	/* made as rows first need them */
 	int			nslots;
@@ -203,6 +204,7 @@ ts_bulk_begin(Oid relid, Oid key_type, int64 version)
 	 */
 	w->slot_desc = CreateTupleDescCopy(RelationGetDescr(w->rel));
 	w->slot_ops = table_slot_callbacks(w->rel);
+	w->slot_cxt = CurrentMemoryContext;
 	w->key_byval = TupleDescAttr(RelationGetDescr(w->rel), w->attno[0])->attbyval;
 	w->key_len = TupleDescAttr(RelationGetDescr(w->rel), w->attno[0])->attlen;
 	w->rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_treeshap bulk rows",
@@ -239,7 +241,11 @@ ts_bulk_put(TsBulkWriter *w, Datum key, bool key_null, int32 output, double base
 	Datum		row[TS_WIDE_COLUMNS];
 
 	if (slot == NULL)
+	{
+		old = MemoryContextSwitchTo(w->slot_cxt);
 		slot = w->slots[w->nslots] = MakeSingleTupleTableSlot(w->slot_desc, w->slot_ops);
+		MemoryContextSwitchTo(old);
+	}
 	old = MemoryContextSwitchTo(w->rows_cxt);
 
 	if (key_null)
