@@ -27,9 +27,7 @@ cores=$(nproc)
 shares=(${TS_BENCH_SHARES:-$(python3 bench/machine_halves.py)})
 [ "${#shares[@]}" -ge 2 ] || { echo "citus-bench: FAIL (no two halves of the CPUs: ${shares[*]})"; exit 1; }
 # the CPUs of the first node's share (a taskset list: 0-7,16-23)
-half=$(python3 -c "
-import sys
-print(sum(int(hi or lo) - int(lo) + 1 for lo, _, hi in (p.partition('-') for p in sys.argv[1].split(','))))" "${shares[0]}")
+half=$(python3 bench/machine_halves.py cpus "${shares[0]}" | wc -w)
 features=$(python3 -c "import json; print(json.load(open('$work/$name.json'))['learner']['learner_model_param']['num_feature'])")
 TS_CITUS_LABEL=citus-bench
 TS_CITUS_GPUS=${TS_BENCH_GPUS:-}

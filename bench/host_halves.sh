@@ -19,14 +19,8 @@ read -r half0 half1 <<<"$halves"
 [ -n "${half1:-}" ] || { echo "host_halves: no two halves in \"$halves\""; exit 1; }
 lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\)|Hypervisor vendor)' || true
 
-# the CPUs of a taskset list, one a line ("0-3,8" gives 0 1 2 3 8)
-cpus_of() {
-  python3 -c "
-import sys
-for part in sys.argv[1].split(','):
-    lo, _, hi = part.partition('-')
-    print(*range(int(lo), int(hi or lo) + 1))" "$1"
-}
+# the CPUs of a taskset list ("0-3,8" gives 0 1 2 3 8)
+cpus_of() { python3 machine_halves.py cpus "$1"; }
 
 # mean seconds of one host_spin MODE on each CPU of the list LIST, all at once
 mean_on() {
