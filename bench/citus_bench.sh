@@ -47,7 +47,7 @@ sampler="DO \$\$DECLARE r record; acc jsonb := '{\"samples\": 0}'; seen boolean 
 BEGIN
   FOR i IN 1..3000 LOOP
     PERFORM pg_stat_clear_snapshot();
-    IF EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'CALL treeshap._citus_shard_into(%' AND state = 'active') THEN
+    IF EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'CALL treeshap._citus_shards_into(%' AND state = 'active') THEN
       seen := true;
       quiet := 0;
       acc := jsonb_set(acc, '{samples}', to_jsonb((acc ->> 'samples')::integer + 1));

@@ -1830,34 +1830,42 @@ $$;
 
 -- Every worker that holds shards of the source reachable and holding the model
 -- in this version, or an ERROR, before a job over a distributed table writes
--- anything (a worker without such shards takes no part).
+-- anything (a worker without such shards takes no part); returns each such
+-- worker with the cores its server may use (at most 16), asked in the same command.
 CREATE FUNCTION treeshap._citus_check_workers(model text, version bigint, source regclass)
-RETURNS void
+RETURNS TABLE (node text, port integer, cores integer)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     w record;
+    found_version text;
 BEGIN
     FOR w IN SELECT * FROM pg_catalog.run_command_on_workers(
-                 format('SELECT version FROM treeshap.model_store WHERE name = %L', model)) r
+                 format('SELECT coalesce((SELECT version::text FROM treeshap.model_store WHERE name = %L), '''') '
+                        '|| '','' || treeshap._cpu_threads_shared(1)', model)) r
               WHERE (r.nodename, r.nodeport) IN (SELECT p.nodename, p.nodeport
                                                    FROM pg_dist_shard_placement p
                                                    JOIN pg_dist_shard d ON d.shardid = p.shardid
                                                   WHERE d.logicalrelid = source) LOOP
+        found_version := CASE WHEN w.success THEN split_part(w.result, ',', 1) END;
         IF NOT w.success AND NOT EXISTS (SELECT FROM pg_catalog.run_command_on_workers('SELECT 1') x
                                           WHERE x.nodename = w.nodename AND x.nodeport = w.nodeport AND x.success) THEN
             RAISE EXCEPTION 'worker %:% cannot be reached', w.nodename, w.nodeport
                   USING ERRCODE = 'connection_failure', DETAIL = w.result,
                         HINT = 'Nothing was written: run explain_into again once every worker is up.';
-        ELSIF NOT w.success OR w.result IS DISTINCT FROM version::text THEN
+        ELSIF NOT w.success OR found_version IS DISTINCT FROM version::text THEN
             RAISE EXCEPTION 'model "%" is not on worker %:% in version %', model, w.nodename, w.nodeport, version
                   USING ERRCODE = 'undefined_object',
                         DETAIL = CASE WHEN NOT w.success THEN w.result
-                                      WHEN w.result = '' THEN 'The worker has no model of that name.'
-                                      ELSE format('The worker has version %s.', w.result) END,
+                                      WHEN found_version = '' THEN 'The worker has no model of that name.'
+                                      ELSE format('The worker has version %s.', found_version) END,
                         HINT = 'SELECT treeshap.citus_share_models() on the coordinator keeps every model on every node.';
         END IF;
+        node := w.nodename;
+        port := w.nodeport;
+        cores := split_part(w.result, ',', 2)::integer;
+        RETURN NEXT;
     END LOOP;
 END
 $$;
@@ -1865,11 +1873,15 @@ $$;
 -- The target of a job over a distributed source: created distributed by its
 -- row key and co-located with the source (each source shard's rows then land in
 -- the target shard on the same node), or checked to be so. (The caller's
--- search_path places and finds the target, as in explain_into.)
+-- search_path places and finds the target, as in explain_into.) Its shards are
+-- created one after another on one connection a node: in parallel, inside the
+-- job's procedure, Citus opened a connection per shard and committed each in
+-- two phases, which took twice as long (development machine, 32 shards).
 CREATE FUNCTION treeshap._citus_target(source regclass, target text, layout text, key_type oid,
                                        key_name text, key_collation text)
 RETURNS boolean
 LANGUAGE plpgsql
+SET citus.multi_shard_modify_mode = 'sequential'
 AS $$
 DECLARE
     colocation integer;
@@ -1900,22 +1912,33 @@ BEGIN
 END
 $$;
 
--- One shard's part of a job over a distributed table, in that shard's own session:
--- the caller's settings, then explain_into of the shard into its target shard.
-CREATE PROCEDURE treeshap._citus_shard_into(settings text[], sessions integer, model text, version bigint,
-                                            source regclass, target text, key_column text, filter text,
-                                            layout text, batch_size integer, features text[],
-                                            keep_old_versions boolean, workers integer)
+-- One session's part of a job over a distributed table: its shards one after
+-- another, each explain_into of a source shard into its target shard, with the
+-- caller's settings (`sessions`: how many such sessions its node runs at once).
+-- Returns the rows their jobs explained (the CALL's one column, as Citus
+-- passes it back), so that a job that ends well asks its nodes nothing more.
+CREATE PROCEDURE treeshap._citus_shards_into(settings text[], sessions integer, model text, version bigint,
+                                             sources text[], targets text[], key_column text, filter text,
+                                             layout text, batch_size integer, features text[],
+                                             keep_old_versions boolean, workers integer,
+                                             OUT rows_done bigint)
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    started timestamptz := pg_catalog.clock_timestamp();
 BEGIN
     PERFORM treeshap._citus_take_settings(settings, sessions);
-    -- the job's version, as the coordinator saw it: a model replaced since stops the shard
+    FOR i IN 1 .. coalesce(array_length(sources, 1), 0) LOOP
+        -- the job's version, as the coordinator saw it: a model replaced since stops the shards
+        PERFORM treeshap._check_version(model, version);
+        CALL treeshap.explain_into(model, sources[i]::regclass, targets[i], key_column => key_column,
+                                   filter => filter, layout => layout, batch_size => batch_size,
+                                   features => features, keep_old_versions => keep_old_versions,
+                                   workers => workers);
+    END LOOP;
     PERFORM treeshap._check_version(model, version);
-    CALL treeshap.explain_into(model, source, target, key_column => key_column, filter => filter,
-                               layout => layout, batch_size => batch_size, features => features,
-                               keep_old_versions => keep_old_versions, workers => workers);
-    PERFORM treeshap._check_version(model, version);
+    rows_done := (SELECT coalesce(sum(j.rows_done), 0) FROM treeshap.job_store j
+                   WHERE j.target_oid = ANY (targets::regclass[]) AND j.started_at >= started);
 END
 $$;
 
@@ -1938,12 +1961,40 @@ AS $$
      ORDER BY s.shardid;
 $$;
 
+-- The sessions of a job over a distributed table: on each node as many as its
+-- cores (`node_cores`, from _citus_check_workers), at most `per_node` and at
+-- most its shards, each given every so-many-th of the node's shards in shard
+-- order (hash shards hold about equal rows). One connection a session, not a
+-- shard: a connection and a session's first call cost a node's core time that
+-- a small shard feels. Returns each session's node, its shards (the first
+-- names it), their source and target shards, and the sessions on its node.
+CREATE FUNCTION treeshap._citus_sessions(source regclass, target regclass, node_cores jsonb, per_node integer)
+RETURNS TABLE (node text, port integer, shards bigint[], sources text[], targets text[], on_node integer)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH p AS (
+        SELECT q.*, count(*) OVER (PARTITION BY q.node, q.port) AS node_shards,
+               row_number() OVER (PARTITION BY q.node, q.port ORDER BY q.shard) - 1 AS k
+          FROM treeshap._citus_shard_pairs(source, target) q),
+    s AS (
+        SELECT p.*, least(greatest(per_node, 1), p.node_shards,
+                          greatest(coalesce((node_cores ->> (p.node || ':' || p.port))::integer, 1), 1)) AS sessions
+          FROM p)
+    SELECT s.node, s.port, array_agg(s.shard ORDER BY s.shard), array_agg(s.source_shard ORDER BY s.shard),
+           array_agg(s.target_shard ORDER BY s.shard), min(s.sessions)::integer
+      FROM s
+     GROUP BY s.node, s.port, s.k % s.sessions
+     ORDER BY min(s.shard);
+$$;
+
 -- explain_into over a table distributed by Citus: each shard of the source is
 -- explained on the node that holds it, into the co-located shard of the target,
--- with the caller's settings, in waves of citus.max_adaptive_executor_pool_size
--- shards a node (a connection each). Each shard is a job of its own on its node, exactly once as every job
--- is: a run that fails on some shards leaves the others done, and the next run
--- skips what is done. The job's row here holds the run's state and, at its end,
+-- with the caller's settings, by as many sessions a node as it has cores (at
+-- most citus.max_adaptive_executor_pool_size), each running its share of the
+-- node's shards one after another (_citus_sessions). Each shard is a job of its
+-- own on its node, exactly once as every job is: a run that fails on some
+-- shards leaves the others done, and the next run skips what is done. The job's row here holds the run's state and, at its end,
 -- the rows all shards explained.
 CREATE PROCEDURE treeshap._citus_explain_into(model text, version bigint, source regclass, target text,
                                               key_column text, key_name text, key_collation text,
@@ -1959,10 +2010,13 @@ DECLARE
     n_shards    integer;
     started     timestamptz;
     src         text;
-    shards      bigint;
+    node_cores  jsonb;
     failed      bigint;
+    failed_shards bigint;
     failure     text;
+    worker_down boolean;
     done_rows   bigint;
+    done_shards bigint;
     per_node    integer := treeshap._citus_per_node();
     err_state   text;
     err_msg     text;
@@ -1986,7 +2040,8 @@ BEGIN
     IF NOT pg_catalog.has_table_privilege(source, 'SELECT') THEN
         RAISE EXCEPTION 'permission denied for table %', source USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM treeshap._citus_check_workers(model, version, source);
+    node_cores := (SELECT pg_catalog.jsonb_object_agg(w.node || ':' || w.port, w.cores)
+                     FROM treeshap._citus_check_workers(model, version, source) w);
     SELECT format('%I.%I', n.nspname, c.relname) INTO src
       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = source;
     created := treeshap._citus_target(source, target, layout,
@@ -2013,36 +2068,45 @@ BEGIN
     -- from here an error or a cancel is recorded in the job's row before it is raised
     BEGIN
         settings := treeshap._citus_settings();
-        SELECT count(*), count(*) FILTER (WHERE NOT r.success),
-               min(format('%s:%s, shard %s: %s', r.node, r.port, r.shard, r.result)) FILTER (WHERE NOT r.success)
-          INTO shards, failed, failure
+        WITH s AS MATERIALIZED (
+            SELECT * FROM treeshap._citus_sessions(source, target::regclass, node_cores, per_node))
+        SELECT count(*) FILTER (WHERE NOT r.success), sum(cardinality(s.shards)) FILTER (WHERE NOT r.success),
+               min(format('%s:%s, shards %s: %s', r.node, r.port, array_to_string(s.shards, ' '), r.result))
+                   FILTER (WHERE NOT r.success),
+               sum(r.result::bigint) FILTER (WHERE r.success)
+          INTO failed, failed_shards, failure, done_rows
           FROM treeshap._citus_run(ARRAY(
-                   SELECT ARRAY[p.node, p.port::text, p.shard::text,
-                                format('CALL treeshap._citus_shard_into(%L, %s, %L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
-                                       settings, least(per_node, p.on_node), model, version, p.source_shard,
-                                       p.target_shard, key_column, filter, layout, batch_size, features,
-                                       keep_old_versions, coalesce(workers, 0))]
-                     FROM (SELECT q.*, count(*) OVER (PARTITION BY q.node, q.port) AS on_node
-                             FROM treeshap._citus_shard_pairs(source, target::regclass) q) p
-                    ORDER BY p.shard), per_node) r;
-        IF failed > 0 THEN
-            err_state := CASE WHEN treeshap._citus_worker_down() THEN '08006' ELSE '38000' END;
-            err_msg := format('explain_into failed on %s of %s shards of %s', failed, shards, source);
-            err_detail := failure;
-            err_hint := 'Run it again: the shards done are skipped, the others go on where they stopped.';
-        END IF;
+                   SELECT ARRAY[s.node, s.port::text, s.shards[1]::text,
+                                format('CALL treeshap._citus_shards_into(%L, %s, %L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s, NULL)',
+                                       settings, s.on_node, model, version, s.sources, s.targets, key_column,
+                                       filter, layout, batch_size, features, keep_old_versions, coalesce(workers, 0))]
+                     FROM s ORDER BY s.shards[1]), per_node) r
+          JOIN s ON s.node = r.node AND s.port = r.port AND s.shards[1] = r.shard;
+        worker_down := failed > 0 AND treeshap._citus_worker_down();
         -- a version stored since the job began is the cause to report (the shards stopped on it)
         PERFORM treeshap._check_version(model, version);
     EXCEPTION WHEN OTHERS OR query_canceled THEN
         GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
                                 err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
     END;
-    -- the rows the shards explained in this run, whatever ended it (a cancel included)
-    BEGIN
-        done_rows := (treeshap._citus_job_progress(src, target, started, true)).rows_done;
-    EXCEPTION WHEN OTHERS OR query_canceled THEN
-        done_rows := NULL;
-    END;
+    -- a run that did not end well: the rows and shards its shards' jobs finished, asked of
+    -- their nodes, whatever ended it (a cancel included)
+    IF err_state IS NOT NULL OR failed > 0 THEN
+        BEGIN
+            SELECT p.rows_done, p.shards_done INTO done_rows, done_shards
+              FROM treeshap._citus_job_progress(src, target, started, true) p;
+        EXCEPTION WHEN OTHERS OR query_canceled THEN
+            done_rows := NULL;
+        END;
+    END IF;
+    IF err_state IS NULL AND failed > 0 THEN
+        -- a failed session's shards before the failing one are done (a node down counts as none done)
+        err_state := CASE WHEN worker_down THEN '08006' ELSE '38000' END;
+        err_msg := format('explain_into failed on %s of %s shards of %s',
+                          least(failed_shards, n_shards - coalesce(done_shards, 0)), n_shards, source);
+        err_detail := failure;
+        err_hint := 'Run it again: the shards done are skipped, the others go on where they stopped.';
+    END IF;
     PERFORM treeshap._job_update(job_id, 'batch', rows => coalesce(done_rows, 0));
     IF err_state IS NOT NULL THEN
         PERFORM treeshap._job_update(job_id, 'failed', error => err_msg || coalesce(': ' || nullif(err_detail, ''), ''));

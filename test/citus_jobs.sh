@@ -168,7 +168,7 @@ EOF
 check "the caller's treeshap.match_columns = position holds on the shards" \
   "SELECT $(same "$(target_rows by_position_out)" "$(wide_of houses_local)")"
 
-# more shards than a node takes connections at once: they go in waves
+# more shards than a node takes connections at once: a session runs several, one after another
 on "$port0" >/dev/null <<'EOF'
 CREATE TABLE many_shards (LIKE houses_local);
 SELECT create_distributed_table('many_shards', 'id', shard_count => 64);
@@ -176,8 +176,12 @@ INSERT INTO many_shards SELECT * FROM houses_local;
 SET citus.max_adaptive_executor_pool_size = 3;
 CALL treeshap.explain_into('reg', 'many_shards', 'many_shards_out');
 EOF
-check "64 shards in waves of 3 a node: every row explained, a single node's values" \
+check "64 shards, at most 3 sessions a node: every row explained, a single node's values" \
   "SELECT $(same "$(target_rows many_shards_out)" "$(wide_of houses_local)")"
+most=$(( $(nproc) < 3 ? $(nproc) : 3 ))
+check "a node ran its shards in as many sessions as its cores, at most 3 (worker 1, on one core: 1; the others $most)" \
+  "SELECT string_agg(result, ',' ORDER BY nodeport) = '1,$most,$most' FROM run_command_on_workers(
+     \$\$SELECT count(DISTINCT pid) FROM treeshap.job_store WHERE target LIKE 'public.many_shards_out%'\$\$)"
 
 # a model replaced while the job runs: the job stops (55000), and the next run explains
 # every row under the new version alone
