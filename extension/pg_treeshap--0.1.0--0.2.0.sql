@@ -1962,13 +1962,17 @@ AS $$
 $$;
 
 -- The sessions of a job over a distributed table: on each node as many as its
--- cores (`node_cores`, from _citus_check_workers), at most `per_node` and at
+-- cores (`node_cores`, from _citus_check_workers; a node it did not ask, such as
+-- a coordinator holding shards, counts this server's), at most `per_node` and at
 -- most its shards, each given every so-many-th of the node's shards in shard
 -- order (hash shards hold about equal rows). One connection a session, not a
--- shard: a connection and a session's first call cost a node's core time that
--- a small shard feels. Returns each session's node, its shards (the first
--- names it), their source and target shards, and the sessions on its node.
-CREATE FUNCTION treeshap._citus_sessions(source regclass, target regclass, node_cores jsonb, per_node integer)
+-- shard: Citus completes the connections one after another (about 5 ms each on
+-- a 16-core host), and each session's first call costs its node's core time.
+-- With `subset`, those shards alone; with node_cores NULL, a session a
+-- shard (at most `per_node` a node). Returns each session's node, its shards
+-- (the first names it), their source and target shards, and the sessions on its node.
+CREATE FUNCTION treeshap._citus_sessions(source regclass, target regclass, node_cores jsonb, per_node integer,
+                                         subset bigint[] DEFAULT NULL)
 RETURNS TABLE (node text, port integer, shards bigint[], sources text[], targets text[], on_node integer)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -1976,16 +1980,76 @@ AS $$
     WITH p AS (
         SELECT q.*, count(*) OVER (PARTITION BY q.node, q.port) AS node_shards,
                row_number() OVER (PARTITION BY q.node, q.port ORDER BY q.shard) - 1 AS k
-          FROM treeshap._citus_shard_pairs(source, target) q),
+          FROM treeshap._citus_shard_pairs(source, target) q
+         WHERE subset IS NULL OR q.shard = ANY (subset)),
     s AS (
         SELECT p.*, least(greatest(per_node, 1), p.node_shards,
-                          greatest(coalesce((node_cores ->> (p.node || ':' || p.port))::integer, 1), 1)) AS sessions
+                          CASE WHEN node_cores IS NULL THEN p.node_shards
+                               ELSE greatest(coalesce((node_cores ->> (p.node || ':' || p.port))::integer,
+                                                      treeshap._cpu_threads_shared(1)), 1) END) AS sessions
           FROM p)
     SELECT s.node, s.port, array_agg(s.shard ORDER BY s.shard), array_agg(s.source_shard ORDER BY s.shard),
            array_agg(s.target_shard ORDER BY s.shard), min(s.sessions)::integer
       FROM s
      GROUP BY s.node, s.port, s.k % s.sessions
      ORDER BY min(s.shard);
+$$;
+
+-- Run a job's sessions (_citus_sessions with these node_cores and `subset`), one
+-- CALL of _citus_shards_into each, all at once but at most per_node a node.
+-- Returns the sessions that failed, their shards, one failure (node, port, the
+-- session's shards and the error), and the rows the others explained.
+CREATE FUNCTION treeshap._citus_run_sessions(settings text[], model text, version bigint, source regclass,
+                                             target regclass, node_cores jsonb, per_node integer, subset bigint[],
+                                             key_column text, filter text, layout text, batch_size integer,
+                                             features text[], keep_old_versions boolean, workers integer,
+                                             OUT failed bigint, OUT failed_shards bigint[], OUT failure text,
+                                             OUT rows_done bigint)
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH s AS MATERIALIZED (
+        SELECT * FROM treeshap._citus_sessions(source, target, node_cores, per_node, subset))
+    SELECT count(*) FILTER (WHERE NOT r.success AND x.shard = s.shards[1]),
+           coalesce(array_agg(x.shard ORDER BY x.shard) FILTER (WHERE NOT r.success), '{}'),
+           min(format('%s:%s, shards %s: %s', r.node, r.port, array_to_string(s.shards, ' '), r.result))
+               FILTER (WHERE NOT r.success),
+           sum(r.result::bigint) FILTER (WHERE r.success AND x.shard = s.shards[1])
+      FROM treeshap._citus_run(ARRAY(
+               SELECT ARRAY[s.node, s.port::text, s.shards[1]::text,
+                            format('CALL treeshap._citus_shards_into(%L, %s, %L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s, NULL)',
+                                   settings, s.on_node, model, version, s.sources, s.targets, key_column,
+                                   filter, layout, batch_size, features, keep_old_versions, workers)]
+                 FROM s ORDER BY s.shards[1]), per_node) r
+      JOIN s ON s.node = r.node AND s.port = r.port AND s.shards[1] = r.shard,
+           LATERAL unnest(s.shards) x(shard);
+$$;
+
+-- Of these shards of a job, those whose shard jobs finished since `started`, asked
+-- of their nodes (one command a node; a node that does not answer counts none).
+CREATE FUNCTION treeshap._citus_shards_done(source regclass, target regclass, shards bigint[], started timestamptz)
+RETURNS bigint[]
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH s AS MATERIALIZED (
+        SELECT p.node, p.port, array_agg(p.shard ORDER BY p.shard) AS ids,
+               array_agg(p.target_shard ORDER BY p.shard) AS targets
+          FROM treeshap._citus_shard_pairs(source, target) p
+         WHERE p.shard = ANY (shards)
+         GROUP BY p.node, p.port)
+    SELECT coalesce(array_agg(s.ids[i] ORDER BY s.ids[i]) FILTER (WHERE substr(r.result, i, 1) = '1'), '{}')
+      FROM treeshap._citus_run(ARRAY(
+               SELECT ARRAY[s.node, s.port::text, s.ids[1]::text,
+                            format('SELECT string_agg(EXISTS (SELECT FROM treeshap.job_store j '
+                                   'WHERE j.target_oid = t::regclass AND j.state = ''done'' '
+                                   'AND j.started_at >= pg_catalog.to_timestamp(%s))::integer::text, '''' ORDER BY i) '
+                                   'FROM unnest(%L::text[]) WITH ORDINALITY u(t, i)',
+                                   extract(epoch FROM started), s.targets)]
+                 FROM s), 1) r
+      JOIN s ON s.node = r.node AND s.port = r.port AND s.ids[1] = r.shard,
+           LATERAL generate_subscripts(s.ids, 1) i
+     WHERE r.success;
 $$;
 
 -- explain_into over a table distributed by Citus: each shard of the source is
@@ -2011,8 +2075,9 @@ DECLARE
     started     timestamptz;
     src         text;
     node_cores  jsonb;
+    pass        record;
+    retry       record;
     failed      bigint;
-    failed_shards bigint;
     failure     text;
     worker_down boolean;
     done_rows   bigint;
@@ -2068,20 +2133,28 @@ BEGIN
     -- from here an error or a cancel is recorded in the job's row before it is raised
     BEGIN
         settings := treeshap._citus_settings();
-        WITH s AS MATERIALIZED (
-            SELECT * FROM treeshap._citus_sessions(source, target::regclass, node_cores, per_node))
-        SELECT count(*) FILTER (WHERE NOT r.success), sum(cardinality(s.shards)) FILTER (WHERE NOT r.success),
-               min(format('%s:%s, shards %s: %s', r.node, r.port, array_to_string(s.shards, ' '), r.result))
-                   FILTER (WHERE NOT r.success),
-               sum(r.result::bigint) FILTER (WHERE r.success)
-          INTO failed, failed_shards, failure, done_rows
-          FROM treeshap._citus_run(ARRAY(
-                   SELECT ARRAY[s.node, s.port::text, s.shards[1]::text,
-                                format('CALL treeshap._citus_shards_into(%L, %s, %L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s, NULL)',
-                                       settings, s.on_node, model, version, s.sources, s.targets, key_column,
-                                       filter, layout, batch_size, features, keep_old_versions, coalesce(workers, 0))]
-                     FROM s ORDER BY s.shards[1]), per_node) r
-          JOIN s ON s.node = r.node AND s.port = r.port AND s.shards[1] = r.shard;
+        SELECT * INTO pass FROM treeshap._citus_run_sessions(settings, model, version, source, target::regclass,
+                                                             node_cores, per_node, NULL, key_column, filter, layout,
+                                                             batch_size, features, keep_old_versions,
+                                                             coalesce(workers, 0));
+        -- a session stops at its first failing shard: where the nodes are up and the
+        -- model is the job's, its shards not done yet get a session each, so that one
+        -- shard's error leaves the others done
+        IF pass.failed > 0 AND NOT treeshap._citus_worker_down()
+           AND EXISTS (SELECT FROM treeshap.model_store m WHERE m.name = _citus_explain_into.model
+                                                         AND m.version = _citus_explain_into.version) THEN
+            retry := treeshap._citus_run_sessions(settings, model, version, source, target::regclass, NULL, per_node,
+                                                  ARRAY(SELECT x FROM unnest(pass.failed_shards) x
+                                                        EXCEPT SELECT y FROM unnest(treeshap._citus_shards_done(
+                                                            source, target::regclass, pass.failed_shards, started)) y),
+                                                  key_column, filter, layout, batch_size, features,
+                                                  keep_old_versions, coalesce(workers, 0));
+            pass.failed := retry.failed;
+            pass.failure := retry.failure;
+        END IF;
+        failed := pass.failed;
+        failure := pass.failure;
+        done_rows := pass.rows_done;
         worker_down := failed > 0 AND treeshap._citus_worker_down();
         -- a version stored since the job began is the cause to report (the shards stopped on it)
         PERFORM treeshap._check_version(model, version);
@@ -2091,7 +2164,7 @@ BEGIN
     END;
     -- a run that did not end well: the rows and shards its shards' jobs finished, asked of
     -- their nodes, whatever ended it (a cancel included)
-    IF err_state IS NOT NULL OR failed > 0 THEN
+    IF err_state IS NOT NULL OR failed > 0 OR done_rows IS NULL THEN
         BEGIN
             SELECT p.rows_done, p.shards_done INTO done_rows, done_shards
               FROM treeshap._citus_job_progress(src, target, started, true) p;
@@ -2099,11 +2172,12 @@ BEGIN
             done_rows := NULL;
         END;
     END IF;
-    IF err_state IS NULL AND failed > 0 THEN
-        -- a failed session's shards before the failing one are done (a node down counts as none done)
+    -- (a session whose answer was lost after its shards were done leaves none undone)
+    IF err_state IS NULL AND failed > 0 AND n_shards - coalesce(done_shards, 0) > 0 THEN
+        -- the shards not done in this run (a node that does not answer counts none done)
         err_state := CASE WHEN worker_down THEN '08006' ELSE '38000' END;
         err_msg := format('explain_into failed on %s of %s shards of %s',
-                          least(failed_shards, n_shards - coalesce(done_shards, 0)), n_shards, source);
+                          n_shards - coalesce(done_shards, 0), n_shards, source);
         err_detail := failure;
         err_hint := 'Run it again: the shards done are skipped, the others go on where they stopped.';
     END IF;
