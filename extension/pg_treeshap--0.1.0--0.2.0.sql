@@ -2077,6 +2077,7 @@ DECLARE
     node_cores  jsonb;
     pass        record;
     retry       record;
+    retried     boolean := false;
     failed      bigint;
     failure     text;
     worker_down boolean;
@@ -2151,10 +2152,12 @@ BEGIN
                                                   keep_old_versions, coalesce(workers, 0));
             pass.failed := retry.failed;
             pass.failure := retry.failure;
+            retried := true;
         END IF;
         failed := pass.failed;
         failure := pass.failure;
-        done_rows := pass.rows_done;
+        -- (after a failed session the rows are asked of the nodes: its done shards' are not here)
+        done_rows := CASE WHEN NOT retried AND failed = 0 THEN pass.rows_done END;
         worker_down := failed > 0 AND treeshap._citus_worker_down();
         -- a version stored since the job began is the cause to report (the shards stopped on it)
         PERFORM treeshap._check_version(model, version);
