@@ -2058,8 +2058,9 @@ $$;
 -- most citus.max_adaptive_executor_pool_size), each running its share of the
 -- node's shards one after another (_citus_sessions). Each shard is a job of its
 -- own on its node, exactly once as every job is: a run that fails on some
--- shards leaves the others done, and the next run skips what is done. The job's row here holds the run's state and, at its end,
--- the rows all shards explained.
+-- shards leaves the others done, and the next run skips what is done. The
+-- job's row here holds the run's state and, at its end, the rows all shards
+-- explained.
 CREATE PROCEDURE treeshap._citus_explain_into(model text, version bigint, source regclass, target text,
                                               key_column text, key_name text, key_collation text,
                                               filter text, layout text, batch_size integer,
