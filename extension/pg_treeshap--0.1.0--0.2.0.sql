@@ -1969,8 +1969,9 @@ $$;
 -- shard: Citus completes the connections one after another (about 5 ms each on
 -- a 16-core host), and each session's first call costs its node's core time.
 -- With `subset`, those shards alone; with node_cores NULL, a session a
--- shard (at most `per_node` a node). Returns each session's node, its shards
--- (the first names it), their source and target shards, and the sessions on its node.
+-- shard (run at most `per_node` a node at once). Returns each session's node,
+-- its shards (the first names it), their source and target shards, and the
+-- sessions its node runs at once.
 CREATE FUNCTION treeshap._citus_sessions(source regclass, target regclass, node_cores jsonb, per_node integer,
                                          subset bigint[] DEFAULT NULL)
 RETURNS TABLE (node text, port integer, shards bigint[], sources text[], targets text[], on_node integer)
@@ -1983,13 +1984,13 @@ AS $$
           FROM treeshap._citus_shard_pairs(source, target) q
          WHERE subset IS NULL OR q.shard = ANY (subset)),
     s AS (
-        SELECT p.*, least(greatest(per_node, 1), p.node_shards,
-                          CASE WHEN node_cores IS NULL THEN p.node_shards
-                               ELSE greatest(coalesce((node_cores ->> (p.node || ':' || p.port))::integer,
-                                                      treeshap._cpu_threads_shared(1)), 1) END) AS sessions
+        SELECT p.*, CASE WHEN node_cores IS NULL THEN p.node_shards
+                         ELSE least(greatest(per_node, 1), p.node_shards,
+                                    greatest(coalesce((node_cores ->> (p.node || ':' || p.port))::integer,
+                                                      treeshap._cpu_threads_shared(1)), 1)) END AS sessions
           FROM p)
     SELECT s.node, s.port, array_agg(s.shard ORDER BY s.shard), array_agg(s.source_shard ORDER BY s.shard),
-           array_agg(s.target_shard ORDER BY s.shard), min(s.sessions)::integer
+           array_agg(s.target_shard ORDER BY s.shard), least(min(s.sessions), greatest(per_node, 1))::integer
       FROM s
      GROUP BY s.node, s.port, s.k % s.sessions
      ORDER BY min(s.shard);
@@ -2025,31 +2026,41 @@ AS $$
            LATERAL unnest(s.shards) x(shard);
 $$;
 
--- Of these shards of a job, those whose shard jobs finished since `started`, asked
--- of their nodes (one command a node; a node that does not answer counts none).
-CREATE FUNCTION treeshap._citus_shards_done(source regclass, target regclass, shards bigint[], started timestamptz)
-RETURNS bigint[]
+-- Of these shards of a job, those whose shard jobs finished since `started`,
+-- and the rows the others' jobs explained since then (a run of a shard's job
+-- starts its rows anew), asked of their nodes (one command a node, each
+-- connection given 2 s; a node that does not answer counts none).
+CREATE FUNCTION treeshap._citus_shards_done(source regclass, target regclass, shards bigint[], started timestamptz,
+                                            OUT done bigint[], OUT partial_rows bigint)
 LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
+SET citus.node_connection_timeout = 2000
 AS $$
     WITH s AS MATERIALIZED (
         SELECT p.node, p.port, array_agg(p.shard ORDER BY p.shard) AS ids,
                array_agg(p.target_shard ORDER BY p.shard) AS targets
           FROM treeshap._citus_shard_pairs(source, target) p
          WHERE p.shard = ANY (shards)
-         GROUP BY p.node, p.port)
-    SELECT coalesce(array_agg(s.ids[i] ORDER BY s.ids[i]) FILTER (WHERE substr(r.result, i, 1) = '1'), '{}')
-      FROM treeshap._citus_run(ARRAY(
-               SELECT ARRAY[s.node, s.port::text, s.ids[1]::text,
-                            format('SELECT string_agg(EXISTS (SELECT FROM treeshap.job_store j '
-                                   'WHERE j.target_oid = t::regclass AND j.state = ''done'' '
-                                   'AND j.started_at >= pg_catalog.to_timestamp(%s))::integer::text, '''' ORDER BY i) '
-                                   'FROM unnest(%L::text[]) WITH ORDINALITY u(t, i)',
-                                   extract(epoch FROM started), s.targets)]
-                 FROM s), 1) r
-      JOIN s ON s.node = r.node AND s.port = r.port AND s.ids[1] = r.shard,
-           LATERAL generate_subscripts(s.ids, 1) i
-     WHERE r.success;
+         GROUP BY p.node, p.port),
+    -- each shard's "done:rows" on its node, in the order given
+    a AS (
+        SELECT s.ids[i] AS shard, split_part(split_part(r.result, ' ', i), ':', 1) = '1' AS is_done,
+               split_part(split_part(r.result, ' ', i), ':', 2)::bigint AS rows
+          FROM treeshap._citus_run(ARRAY(
+                   SELECT ARRAY[s.node, s.port::text, s.ids[1]::text,
+                                format('SELECT string_agg(coalesce((SELECT (j.state = ''done'')::integer || '':'' || j.rows_done '
+                                       'FROM treeshap.job_store j WHERE j.target_oid = t::regclass '
+                                       'AND j.started_at >= pg_catalog.to_timestamp(%s) '
+                                       'ORDER BY j.started_at DESC LIMIT 1), ''0:0''), '' '' ORDER BY i) '
+                                       'FROM unnest(%L::text[]) WITH ORDINALITY u(t, i)',
+                                       extract(epoch FROM started), s.targets)]
+                     FROM s), 1) r
+          JOIN s ON s.node = r.node AND s.port = r.port AND s.ids[1] = r.shard,
+               LATERAL generate_subscripts(s.ids, 1) i
+         WHERE r.success)
+    SELECT coalesce(array_agg(a.shard ORDER BY a.shard) FILTER (WHERE a.is_done), '{}'),
+           coalesce(sum(a.rows) FILTER (WHERE NOT a.is_done), 0)::bigint
+      FROM a;
 $$;
 
 -- explain_into over a table distributed by Citus: each shard of the source is
@@ -2079,6 +2090,8 @@ DECLARE
     pass        record;
     retry       record;
     retried     boolean := false;
+    undone      record;
+    carried_rows bigint := 0;
     failed      bigint;
     failure     text;
     worker_down boolean;
@@ -2145,10 +2158,12 @@ BEGIN
         IF pass.failed > 0 AND NOT treeshap._citus_worker_down()
            AND EXISTS (SELECT FROM treeshap.model_store m WHERE m.name = _citus_explain_into.model
                                                          AND m.version = _citus_explain_into.version) THEN
+            undone := treeshap._citus_shards_done(source, target::regclass, pass.failed_shards, started);
+            -- (their jobs' rows so far: a retry's run starts them anew)
+            carried_rows := undone.partial_rows;
             retry := treeshap._citus_run_sessions(settings, model, version, source, target::regclass, NULL, per_node,
                                                   ARRAY(SELECT x FROM unnest(pass.failed_shards) x
-                                                        EXCEPT SELECT y FROM unnest(treeshap._citus_shards_done(
-                                                            source, target::regclass, pass.failed_shards, started)) y),
+                                                        EXCEPT SELECT y FROM unnest(undone.done) y),
                                                   key_column, filter, layout, batch_size, features,
                                                   keep_old_versions, coalesce(workers, 0));
             pass.failed := retry.failed;
@@ -2185,7 +2200,7 @@ BEGIN
         err_detail := failure;
         err_hint := 'Run it again: the shards done are skipped, the others go on where they stopped.';
     END IF;
-    PERFORM treeshap._job_update(job_id, 'batch', rows => coalesce(done_rows, 0));
+    PERFORM treeshap._job_update(job_id, 'batch', rows => coalesce(done_rows, 0) + carried_rows);
     IF err_state IS NOT NULL THEN
         PERFORM treeshap._job_update(job_id, 'failed', error => err_msg || coalesce(': ' || nullif(err_detail, ''), ''));
     ELSE

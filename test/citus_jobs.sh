@@ -107,18 +107,24 @@ on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'many_out', batch
 check "run again, it ends with every row explained once: a single node's values, bit for bit" \
   "SELECT $(same "$(target_rows many_out)" "$(wide_of many_local)")"
 
-# one shard's lasting error (a row of it divides by zero in the filter): its session stops
-# there, the session's other shards get a session each, and every other shard is done
-bad=$(on "$port0" -At -c "SELECT min(id) FROM houses_dist")
-bad_filter="CASE WHEN id = $bad THEN id / (id - $bad) > 0 ELSE true END"
-on "$port0" -c '\set VERBOSITY verbose' -c "CALL treeshap.explain_into('reg', 'houses_dist', 'one_bad', filter => '$bad_filter')" >"$base/one_bad.log" 2>&1
-if grep -q "ERROR:  38000: explain_into failed on 1 of 32 shards" "$base/one_bad.log" && grep -q "division by zero" "$base/one_bad.log"
+# one shard's lasting error (its last row breaks a check of the target, after its other rows
+# were written a row a batch): its session stops there, the session's other shards get a
+# session each, and every other shard is done
+bad=$(on "$port0" -At -c "SELECT max(id) FROM houses_dist")
+on "$port0" >/dev/null <<EOF
+CREATE TABLE one_bad (LIKE houses_out INCLUDING ALL);
+ALTER TABLE one_bad ADD CONSTRAINT not_bad CHECK (row_key <> $bad);
+SELECT create_distributed_table('one_bad', 'row_key', colocate_with => 'houses_dist');
+EOF
+on "$port0" -c '\set VERBOSITY verbose' -c "CALL treeshap.explain_into('reg', 'houses_dist', 'one_bad', batch_size => 1)" >"$base/one_bad.log" 2>&1
+if grep -q "ERROR:  38000: explain_into failed on 1 of 32 shards" "$base/one_bad.log" && grep -q 'violates check constraint "not_bad' "$base/one_bad.log"
 then echo "ok   one shard's lasting error fails the job on that shard alone (38000, 1 of 32 shards, its error)"
 else echo "FAIL one shard's lasting error: $(cat "$base/one_bad.log")"; status=1; fi
-check "and every other shard's rows are explained: a single node's values, bit for bit" \
+check "and every other row is explained, the failed shard's before its error too: a single node's values, bit for bit" \
   "SELECT $(same "$(target_rows one_bad)" "(SELECT row_key, output, base_value, shap_values FROM treeshap.explain_shap_wide('reg',
-      \$q\$SELECT * FROM houses_local WHERE get_shard_id_for_distribution_column('houses_dist', id)
-                                      <> get_shard_id_for_distribution_column('houses_dist', $bad)\$q\$)) w")"
+      \$q\$SELECT * FROM houses_local WHERE id <> $bad\$q\$)) w")"
+check "and the coordinator's treeshap.jobs counts every row the run wrote, the failed shard's before its error too" \
+  "SELECT state = 'failed' AND rows_done = (SELECT count(*) FROM one_bad) FROM treeshap.jobs WHERE target = 'public.one_bad'"
 
 check_stdin() {  # check_stdin NAME <<SQL: the SQL's last line of output is true
   local got
