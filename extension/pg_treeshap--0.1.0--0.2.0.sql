@@ -2010,20 +2010,22 @@ LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
 AS $$
     WITH s AS MATERIALIZED (
-        SELECT * FROM treeshap._citus_sessions(source, target, node_cores, per_node, subset))
-    SELECT count(*) FILTER (WHERE NOT r.success AND x.shard = s.shards[1]),
-           coalesce(array_agg(x.shard ORDER BY x.shard) FILTER (WHERE NOT r.success), '{}'),
-           min(format('%s:%s, shards %s: %s', r.node, r.port, array_to_string(s.shards, ' '), r.result))
+        SELECT * FROM treeshap._citus_sessions(source, target, node_cores, per_node, subset)),
+    r AS MATERIALIZED (
+        SELECT r.node, r.port, r.success, r.result, s.shards
+          FROM treeshap._citus_run(ARRAY(
+                   SELECT ARRAY[s.node, s.port::text, s.shards[1]::text,
+                                format('CALL treeshap._citus_shards_into(%L, %s, %L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s, NULL)',
+                                       settings, s.on_node, model, version, s.sources, s.targets, key_column,
+                                       filter, layout, batch_size, features, keep_old_versions, workers)]
+                     FROM s ORDER BY s.shards[1]), per_node) r
+          JOIN s ON s.node = r.node AND s.port = r.port AND s.shards[1] = r.shard)
+    SELECT count(*) FILTER (WHERE NOT r.success),
+           ARRAY(SELECT x FROM r, unnest(r.shards) x WHERE NOT r.success ORDER BY x),
+           min(format('%s:%s, shards %s: %s', r.node, r.port, array_to_string(r.shards, ' '), r.result))
                FILTER (WHERE NOT r.success),
-           sum(r.result::bigint) FILTER (WHERE r.success AND x.shard = s.shards[1])
-      FROM treeshap._citus_run(ARRAY(
-               SELECT ARRAY[s.node, s.port::text, s.shards[1]::text,
-                            format('CALL treeshap._citus_shards_into(%L, %s, %L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s, NULL)',
-                                   settings, s.on_node, model, version, s.sources, s.targets, key_column,
-                                   filter, layout, batch_size, features, keep_old_versions, workers)]
-                 FROM s ORDER BY s.shards[1]), per_node) r
-      JOIN s ON s.node = r.node AND s.port = r.port AND s.shards[1] = r.shard,
-           LATERAL unnest(s.shards) x(shard);
+           sum(r.result::bigint) FILTER (WHERE r.success)
+      FROM r;
 $$;
 
 -- Of these shards of a job, those whose shard jobs finished since `started`,
