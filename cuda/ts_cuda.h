@@ -338,6 +338,23 @@ TsGpuStatus ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows,
 								 char *msg, size_t msglen);
 
 /*
+ * The same on a slot's stream, with the rows read from x and the result
+ * written to phi instead of the slot's pinned buffers: host memory that
+ * ts_gpu_host_register pinned, so both copies are DMA with no staging. phi
+ * is written once the batch finishes (poll, wait).
+ */
+TsGpuStatus ts_gpu_runner_submit_at(TsGpuRunner *runner, int slot, int32_t nrows, const float *x,
+									double *phi, char *msg, size_t msglen);
+
+/*
+ * Pin len bytes of host memory at p (a mapping of another process's
+ * shared memory, say) for every device, so that copies to and from it run
+ * as DMA; undone by ts_gpu_host_unregister once no copy uses it.
+ */
+TsGpuStatus ts_gpu_host_register(void *p, size_t len, char *msg, size_t msglen);
+void		ts_gpu_host_unregister(void *p);
+
+/*
  * Wait for a slot's batch; *phi then points at its result (for SHAP, nrows x
  * outputs x (features + 1) doubles in pred_contribs layout, bias last),
  * valid until the slot's next submit.

@@ -311,7 +311,8 @@ ts_gpu_runner_input(TsGpuRunner *runner, int slot)
 }
 
 extern "C" TsGpuStatus
-ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, size_t msglen)
+ts_gpu_runner_submit_at(TsGpuRunner *runner, int slot, int32_t nrows, const float *x, double *phi,
+						char *msg, size_t msglen)
 {
 	try
 	{
@@ -328,17 +329,52 @@ ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, si
 			return TS_GPU_ERROR;
 		}
 		if ((rc = cudaSetDevice(t->device)) != cudaSuccess ||
-			(rc = cudaMemcpyAsync(s->dev_x, s->host_x, x_bytes, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess ||
+			(rc = cudaMemcpyAsync(s->dev_x, x, x_bytes, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess ||
 			(rc = enqueue_explain(t, s->dev_x, s->dev_x_t, nrows, runner->precision, runner->job,
 								  runner->dev_slot, runner->background, s->dev_margin, s->dev_acc,
 								  s->dev_phi, s->stream)) != cudaSuccess ||
-			(rc = cudaMemcpyAsync(s->host_phi, s->dev_phi, phi_bytes, cudaMemcpyDeviceToHost, s->stream)) != cudaSuccess)
+			(rc = cudaMemcpyAsync(phi, s->dev_phi, phi_bytes, cudaMemcpyDeviceToHost, s->stream)) != cudaSuccess)
 			return ts_cuda_status(rc, "starting a batch", msg, msglen);
 		return TS_GPU_OK;
 	}
 	catch (...)
 	{
-		return ts_cuda_unexpected("ts_gpu_runner_submit", msg, msglen);
+		return ts_cuda_unexpected("ts_gpu_runner_submit_at", msg, msglen);
+	}
+}
+
+extern "C" TsGpuStatus
+ts_gpu_runner_submit(TsGpuRunner *runner, int slot, int32_t nrows, char *msg, size_t msglen)
+{
+	return ts_gpu_runner_submit_at(runner, slot, nrows, runner->slot[slot].host_x,
+								   runner->slot[slot].host_phi, msg, msglen);
+}
+
+extern "C" TsGpuStatus
+ts_gpu_host_register(void *p, size_t len, char *msg, size_t msglen)
+{
+	try
+	{
+		cudaError_t rc = cudaHostRegister(p, len, cudaHostRegisterPortable);
+
+		return rc == cudaSuccess ? TS_GPU_OK : ts_cuda_status(rc, "cudaHostRegister", msg, msglen);
+	}
+	catch (...)
+	{
+		return ts_cuda_unexpected("ts_gpu_host_register", msg, msglen);
+	}
+}
+
+extern "C" void
+ts_gpu_host_unregister(void *p)
+{
+	try
+	{
+		cudaHostUnregister(p);
+		cudaGetLastError();
+	}
+	catch (...)
+	{
 	}
 }
 

@@ -452,9 +452,9 @@ emulated_interventional(TsDevRunner *r, const float *x, int32_t nrows, double *p
 	}
 }
 
-/* An emulated launch, computed now. */
+/* An emulated launch of nrows rows read from x into phi, computed now. */
 static void
-emulated_submit(TsDevRunner *r, int slot, int32_t nrows)
+emulated_submit(TsDevRunner *r, int slot, int32_t nrows, const float *x, double *phi)
 {
 	const TsDevLayout *l = r->table->layout;
 	const TsPathTable *pt = l->pt;
@@ -464,37 +464,54 @@ emulated_submit(TsDevRunner *r, int slot, int32_t nrows)
 	switch (r->job.kind)
 	{
 		case TS_GPU_JOB_SHAP:
-			emulated_shap(r, s->x, nrows, s->phi);
+			emulated_shap(r, x, nrows, phi);
 			break;
 		case TS_GPU_JOB_INTERVENTIONAL:
-			emulated_interventional(r, s->x, nrows, s->phi);
+			emulated_interventional(r, x, nrows, phi);
 			break;
 		case TS_GPU_JOB_IMPORTANCE:
-			emulated_shap(r, s->x, nrows, s->rows);
-			memset(s->phi, 0, sizeof(double) * len);
-			ts_importance_add_rows(s->rows, nrows, pt->num_outputs, pt->num_features, s->phi);
+			emulated_shap(r, x, nrows, s->rows);
+			memset(phi, 0, sizeof(double) * len);
+			ts_importance_add_rows(s->rows, nrows, pt->num_outputs, pt->num_features, phi);
 			break;
 		case TS_GPU_JOB_TOP_FEATURES:
-			emulated_shap(r, s->x, nrows, s->rows);
+			emulated_shap(r, x, nrows, s->rows);
 			for (int32_t i = 0; i < nrows; i++)
 				ts_topk_row(s->rows + (size_t) i * pt->num_outputs * (pt->num_features + 1),
 							pt->num_outputs, pt->num_features, r->job.top_k,
-							s->phi + (size_t) i * pt->num_outputs * ts_topk_width(r->job.top_k));
+							phi + (size_t) i * pt->num_outputs * ts_topk_width(r->job.top_k));
 			break;
 		case TS_GPU_JOB_PREDICT:
 			for (int32_t i = 0; i < nrows; i++)
-				ts_model_predict_margin(l->model, s->x + (size_t) i * pt->num_features,
-										s->phi + (size_t) i * pt->num_outputs);
+				ts_model_predict_margin(l->model, x + (size_t) i * pt->num_features,
+										phi + (size_t) i * pt->num_outputs);
 			break;
 		case TS_GPU_JOB_SHAPLEY_INTERACTIONS:
 		case TS_GPU_JOB_TAYLOR_INTERACTIONS:
-			memset(s->phi, 0, sizeof(double) * len);
-			ts_interactions_add_paths_rows(pt, l->short_paths, l->num_short, s->x, nrows,
+			memset(phi, 0, sizeof(double) * len);
+			ts_interactions_add_paths_rows(pt, l->short_paths, l->num_short, x, nrows,
 										   r->job.kind == TS_GPU_JOB_TAYLOR_INTERACTIONS
 										   ? TS_INTERACTION_TAYLOR : TS_INTERACTION_SHAPLEY,
-										   r->selection, s->phi, r->scratch);
+										   r->selection, phi, r->scratch);
 			break;
 	}
+}
+
+TsGpuStatus
+ts_dev_runner_submit_at(TsDevRunner *r, int slot, int32_t nrows, const float *x, double *phi,
+						char *msg, size_t msglen)
+{
+#ifdef TS_WITH_CUDA
+	if (!emulated)
+		return ts_gpu_runner_submit_at(r->gpu, slot, nrows, x, phi, msg, msglen);
+#endif
+	if (nrows < 0 || nrows > r->max_rows)
+	{
+		snprintf(msg, msglen, "batch of %d rows exceeds the runner's %d", nrows, r->max_rows);
+		return TS_GPU_ERROR;
+	}
+	emulated_submit(r, slot, nrows, x, phi);
+	return TS_GPU_OK;
 }
 
 TsGpuStatus
@@ -504,13 +521,31 @@ ts_dev_runner_submit(TsDevRunner *r, int slot, int32_t nrows, char *msg, size_t 
 	if (!emulated)
 		return ts_gpu_runner_submit(r->gpu, slot, nrows, msg, msglen);
 #endif
-	if (nrows < 0 || nrows > r->max_rows)
-	{
-		snprintf(msg, msglen, "batch of %d rows exceeds the runner's %d", nrows, r->max_rows);
-		return TS_GPU_ERROR;
-	}
-	emulated_submit(r, slot, nrows);
-	return TS_GPU_OK;
+	return ts_dev_runner_submit_at(r, slot, nrows, r->slot[slot].x, r->slot[slot].phi, msg, msglen);
+}
+
+bool
+ts_dev_host_register(void *p, size_t len)
+{
+#ifdef TS_WITH_CUDA
+	char		msg[256];
+
+	if (!emulated)
+		return ts_gpu_host_register(p, len, msg, sizeof(msg)) == TS_GPU_OK;
+#endif
+	(void) p;
+	(void) len;
+	return true;
+}
+
+void
+ts_dev_host_unregister(void *p)
+{
+#ifdef TS_WITH_CUDA
+	if (!emulated)
+		ts_gpu_host_unregister(p);
+#endif
+	(void) p;
 }
 
 TsGpuStatus

@@ -64,6 +64,25 @@ extern float *ts_dev_runner_input(TsDevRunner *runner, int slot);
 extern TsGpuStatus ts_dev_runner_submit(TsDevRunner *runner, int slot, int32_t nrows,
 										char *msg, size_t msglen);
 
+/*
+ * Start a launch on a slot of nrows rows read from x, its results (as
+ * ts_dev_runner_wait gives them) written to phi once it finishes: memory
+ * that ts_dev_host_register pinned, so that the device reads and writes
+ * it without the executor copying anything.
+ */
+extern TsGpuStatus ts_dev_runner_submit_at(TsDevRunner *runner, int slot, int32_t nrows,
+										   const float *x, double *phi, char *msg, size_t msglen);
+
+/*
+ * Pin a mapping of a request segment for the devices' copies: false when
+ * they cannot (launches then copy through the runner's slots). Emulated
+ * devices read and write any memory.
+ */
+extern bool ts_dev_host_register(void *p, size_t len);
+
+/* Undo ts_dev_host_register, once no launch reads or writes the memory. */
+extern void ts_dev_host_unregister(void *p);
+
 /* TS_GPU_OK once a slot's launch has finished, TS_GPU_NOT_READY while it runs. */
 extern TsGpuStatus ts_dev_runner_poll(TsDevRunner *runner, int slot, char *msg, size_t msglen);
 

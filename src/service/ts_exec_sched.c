@@ -1,10 +1,12 @@
 /*
  * ts_exec_sched.c - the executor's runs (ts_exec_serve.h): requests wait
  * in arrival order; each device takes two launches at a time (its
- * runner's two slots), so one launch computes while the executor copies
- * the next one's rows in and the last one's results out. A launch holds
- * rows of one request or, for SHAP and interaction values, of several
- * requests on the same model and job (cross-session batching); a request
+ * runner's two slots), so one launch computes while the next one's rows
+ * go in and the last one's results out. A launch holds rows of one
+ * request, read and written in place in its pinned segment by the
+ * device's own copies, or, for SHAP and interaction values, of several
+ * requests on the same model and job, which the executor copies into the
+ * slot's buffers and out again (cross-session batching); a request
  * larger than a launch is cut into pieces that the devices share. Every
  * row's values are computed alone (fixed-point sums per row), so how rows
  * are grouped into launches, and on which device, never changes a bit of
@@ -53,6 +55,7 @@ typedef struct Piece
 typedef struct Launch
 {
 	bool		busy;
+	bool		in_place;		/* rows read from, results written to, the request's segment */
 	int			device;
 	int			slot;
 	TsPlacement *place;
@@ -293,7 +296,7 @@ pick_device(const Request *r)
 	return best;
 }
 
-/* Add rows of a request to a launch: at most room rows, copied into the slot's input. */
+/* Add rows of a request to a launch: at most room rows, copied into the slot's input unless it is NULL. */
 static int32_t
 take_rows(Launch *l, Request *r, int32_t room, float *input)
 {
@@ -309,8 +312,9 @@ take_rows(Launch *l, Request *r, int32_t room, float *input)
 	p->first = r->next_row;
 	p->n = n;
 	p->at = l->nrows;
-	memcpy(input + (size_t) l->nrows * features, r->input + (size_t) r->next_row * features,
-		   sizeof(float) * (size_t) n * features);
+	if (input != NULL)
+		memcpy(input + (size_t) l->nrows * features, r->input + (size_t) r->next_row * features,
+			   sizeof(float) * (size_t) n * features);
 	r->next_row += n;
 	r->inflight++;
 	l->nrows += n;
@@ -326,9 +330,39 @@ fail(Request *r, int32_t status)
 }
 
 /*
+ * Whether request queue[i]'s next launch can read its rows and write its
+ * results where they are, in its pinned segment: results per row (not
+ * importance sums), and no later request that could share the launch.
+ */
+static bool
+launch_in_place(int i)
+{
+	Request    *r = queue[i];
+
+	if (!r->seg.pinned || r->job.kind == TS_GPU_JOB_IMPORTANCE)
+		return false;
+	for (int j = i + 1; j < queued; j++)
+		if (wants_rows(queue[j]) && mergeable(r, queue[j]))
+			return false;
+	return true;
+}
+
+/* Submit a launch that holds one piece of its request, in place in the request's segment. */
+static TsGpuStatus
+submit_in_place(Launch *l, char *msg, size_t msglen)
+{
+	const Piece *p = &l->pieces[0];
+	const Request *r = p->req;
+
+	return ts_dev_runner_submit_at(l->place->runner, l->slot, l->nrows,
+								   r->input + (size_t) p->first * r->m->paths->num_features,
+								   r->output + (size_t) p->first * row_result(r), msg, msglen);
+}
+
+/*
  * Start one launch for request queue[i] on a device: its rows, then rows of
- * the requests after it that can share the launch. False when it cannot
- * start now.
+ * the requests after it that can share the launch (copied into the slot's
+ * buffers), or its rows alone in place. False when it cannot start now.
  */
 static bool
 start_launch(int i, bool *fatal)
@@ -360,13 +394,15 @@ start_launch(int i, bool *fatal)
 	l->device = device;
 	l->place = place;
 	l->slot = place->busy[0] ? 1 : 0;
-	input = ts_dev_runner_input(place->runner, l->slot);
+	l->in_place = launch_in_place(i);
+	input = l->in_place ? NULL : ts_dev_runner_input(place->runner, l->slot);
 	room = place->max_rows;
 	room -= take_rows(l, r, room, input);
-	for (int j = i + 1; j < queued && room > 0 && l->npieces < MAX_PIECES; j++)
+	for (int j = i + 1; !l->in_place && j < queued && room > 0 && l->npieces < MAX_PIECES; j++)
 		if (wants_rows(queue[j]) && mergeable(r, queue[j]))
 			room -= take_rows(l, queue[j], room, input);
-	rc = ts_dev_runner_submit(place->runner, l->slot, l->nrows, msg, sizeof(msg));
+	rc = l->in_place ? submit_in_place(l, msg, sizeof(msg))
+		: ts_dev_runner_submit(place->runner, l->slot, l->nrows, msg, sizeof(msg));
 	l->busy = true;
 	place->busy[l->slot] = true;
 	launch_count++;
@@ -430,7 +466,10 @@ finish_launch(Launch *l, bool *fatal)
 	for (int k = 0; k < l->npieces; k++)
 	{
 		if (rc == TS_GPU_OK)
-			store(&l->pieces[k], phi);
+		{
+			if (!l->in_place)	/* in place, the results are where they belong already */
+				store(&l->pieces[k], phi);
+		}
 		else
 			fail(l->pieces[k].req, ts_exec_device_failure(l->pieces[k].req->seg.h, rc, msg, fatal));
 		l->pieces[k].req->inflight--;
