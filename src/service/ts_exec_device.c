@@ -27,6 +27,7 @@
 #define EMULATED_LAUNCH_WORK 1e7
 
 static bool emulated = false;
+static int	num_probed = 0;			/* devices ts_dev_probe found */
 
 struct TsDevLayout
 {
@@ -173,10 +174,12 @@ ts_dev_probe(int emulate, TsExecutorReport *r)
 {
 	memset(r, 0, sizeof(*r));
 	if (emulate > 0)
-		return probe_emulated(emulate, r);
-	if (emulate < 0)
-		return probe_unusable(r);
-	return probe_cuda(r);
+		num_probed = probe_emulated(emulate, r);
+	else if (emulate < 0)
+		num_probed = probe_unusable(r);
+	else
+		num_probed = probe_cuda(r);
+	return num_probed;
 }
 
 /* The paths a GPU takes: all but those longer than a warp, in table order. */
@@ -530,12 +533,13 @@ ts_dev_host_register(void *p, size_t len)
 #ifdef TS_WITH_CUDA
 	char		msg[256];
 
-	if (!emulated)
+	/* without a usable GPU, registering would only start a CUDA context for nothing */
+	if (!emulated && num_probed > 0)
 		return ts_gpu_host_register(p, len, msg, sizeof(msg)) == TS_GPU_OK;
 #endif
 	(void) p;
 	(void) len;
-	return true;
+	return emulated && num_probed > 0;
 }
 
 void

@@ -75,8 +75,8 @@ extern TsGpuStatus ts_dev_runner_submit_at(TsDevRunner *runner, int slot, int32_
 
 /*
  * Pin a mapping of a request segment for the devices' copies: false when
- * they cannot (launches then copy through the runner's slots). Emulated
- * devices read and write any memory.
+ * they cannot, or there is no device (launches then copy through the
+ * runner's slots). Emulated devices read and write any memory.
  */
 extern bool ts_dev_host_register(void *p, size_t len);
 

@@ -3,10 +3,11 @@
  * in arrival order; each device takes two launches at a time (its
  * runner's two slots), so one launch computes while the next one's rows
  * go in and the last one's results out. A launch holds rows of one
- * request, read and written in place in its pinned segment by the
- * device's own copies, or, for SHAP and interaction values, of several
- * requests on the same model and job, which the executor copies into the
- * slot's buffers and out again (cross-session batching); a request
+ * request or, for SHAP and interaction values, of several requests on the
+ * same model and job (cross-session batching). The executor copies a
+ * launch's rows into the slot's buffers and its results out again, unless
+ * it holds one request's rows and that request's segment is pinned: the
+ * device's own copies then read and write them in place. A request
  * larger than a launch is cut into pieces that the devices share. Every
  * row's values are computed alone (fixed-point sums per row), so how rows
  * are grouped into launches, and on which device, never changes a bit of
@@ -330,17 +331,21 @@ fail(Request *r, int32_t status)
 }
 
 /*
- * Whether request queue[i]'s next launch can read its rows and write its
- * results where they are, in its pinned segment: results per row (not
- * importance sums), and no later request that could share the launch.
+ * Whether request queue[i]'s next launch, of at most room rows, can read
+ * its rows and write its results where they are, in its pinned segment:
+ * results per row (not importance sums), and no later request that could
+ * share the launch, unless this request's rows fill it.
  */
 static bool
-launch_in_place(int i)
+launch_in_place(int i, int32_t room)
 {
 	Request    *r = queue[i];
+	int32_t		rows = r->nrows - r->next_row;
 
 	if (!r->seg.pinned || r->job.kind == TS_GPU_JOB_IMPORTANCE)
 		return false;
+	if ((rows < r->piece_rows ? rows : r->piece_rows) >= room)
+		return true;
 	for (int j = i + 1; j < queued; j++)
 		if (wants_rows(queue[j]) && mergeable(r, queue[j]))
 			return false;
@@ -394,7 +399,7 @@ start_launch(int i, bool *fatal)
 	l->device = device;
 	l->place = place;
 	l->slot = place->busy[0] ? 1 : 0;
-	l->in_place = launch_in_place(i);
+	l->in_place = launch_in_place(i, place->max_rows);
 	input = l->in_place ? NULL : ts_dev_runner_input(place->runner, l->slot);
 	room = place->max_rows;
 	room -= take_rows(l, r, room, input);

@@ -19,14 +19,17 @@
 #define CACHE_BYTES ((size_t) 1 << 30)
 
 /*
- * Mappings pinned for the devices' copies: at least this large on a GPU,
- * where pinning costs a driver call (3.7 ms for 48 MB on an H200) and
- * saves the executor copying each batch in and out (5.6-7.3 ms and
- * 7.4-9.1 ms a 10,000-row batch of a 784-feature model's top features);
- * a smaller run keeps the copies it always had. Emulated devices pin
- * every mapping (it costs nothing), so tests exercise launches in place.
+ * Mappings pinned for the devices' copies: at least PIN_MIN_BYTES on a GPU,
+ * where pinning costs a driver call on the executor's one thread (3.7 ms
+ * for 48 MB on an H200) and saves it copying each batch in and out (5.6-7.3
+ * ms and 7.4-9.1 ms a 10,000-row batch of a 784-feature model's top
+ * features); a smaller run keeps the copies it always had, and so does a
+ * larger one than PIN_MAX_BYTES, whose pinning would hold up every other
+ * session's launches. Emulated devices pin every mapping (it costs
+ * nothing), so tests exercise launches in place.
  */
 #define PIN_MIN_BYTES ((size_t) 4 << 20)
+#define PIN_MAX_BYTES ((size_t) 256 << 20)
 
 typedef struct CachedMapping
 {
@@ -85,10 +88,15 @@ forget(int i)
 	memset(&cache[i], 0, sizeof(cache[i]));
 }
 
-/* Unmap unused entries, least recently used first, until count and bytes are within bounds. */
-static void
+/*
+ * Unmap unused entries, least recently used first, until count and bytes
+ * are within bounds; whether any was.
+ */
+static bool
 shrink(size_t incoming)
 {
+	bool		evicted = false;
+
 	for (;;)
 	{
 		size_t		bytes = incoming;
@@ -104,16 +112,32 @@ shrink(size_t incoming)
 					lru = i;
 			}
 		if ((count < CACHE_ENTRIES && bytes <= CACHE_BYTES) || lru < 0)
-			return;
+			return evicted;
 		forget(lru);
+		evicted = true;
 	}
+}
+
+/*
+ * Whether to pin a new mapping of size bytes for the devices: within the
+ * bounds above, a POSIX segment (pinning a file's page cache for DMA is
+ * what filesystems refuse or mishandle), and no other mapping evicted to
+ * make room (the cache is then cycling, and each batch would pin again).
+ */
+static bool
+worth_pinning(size_t size, bool evicted)
+{
+	if (ts_dev_emulated())
+		return true;
+	return segment_type == TS_SEGMENT_POSIX && !evicted && size >= PIN_MIN_BYTES && size <= PIN_MAX_BYTES;
 }
 
 /* Keep a new mapping in the cache; -1 when every entry is in use. */
 static int
 remember(void *p, uint32_t handle, const struct stat *st)
 {
-	shrink((size_t) st->st_size);
+	bool		evicted = shrink((size_t) st->st_size);
+
 	for (int i = 0; i < CACHE_ENTRIES; i++)
 		if (cache[i].p == NULL)
 		{
@@ -124,8 +148,7 @@ remember(void *p, uint32_t handle, const struct stat *st)
 			cache[i].ino = st->st_ino;
 			cache[i].ctime = st->st_ctim;
 			/* a run's rows and results then move by DMA, not through the executor's copies */
-			cache[i].pinned = (cache[i].size >= PIN_MIN_BYTES || ts_dev_emulated()) &&
-				ts_dev_host_register(p, cache[i].size);
+			cache[i].pinned = worth_pinning(cache[i].size, evicted) && ts_dev_host_register(p, cache[i].size);
 			return i;
 		}
 	return -1;

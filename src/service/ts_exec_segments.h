@@ -5,10 +5,11 @@
  * faulting in its pages for each batch. A mapping is reused only while
  * the name still opens the same object (inode, size, change time); one
  * whose backend left keeps its memory until it is evicted, which makes a
- * late write harmless. A kept mapping is also pinned for the devices, so a
- * launch copies a run's rows in and its results out by DMA, where the
- * executor's own copies took about a third as long as the kernel on a
- * 784-feature model. Plain C, executor only.
+ * late write harmless. A kept mapping of 4 to 256 MB is also pinned for
+ * the devices when they allow it, so a launch copies a run's rows in and
+ * its results out by DMA, where the executor's own copies took about a
+ * third as long as the kernel on a 784-feature model. Plain C, executor
+ * only.
  */
 #ifndef TS_EXEC_SEGMENTS_H
 #define TS_EXEC_SEGMENTS_H
