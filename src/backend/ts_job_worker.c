@@ -205,7 +205,8 @@ become_the_caller(TsJobShared *sh)
 
 	/*
 	 * A range's commit need not wait for its WAL to reach disk (on 2 cores,
-	 * the workers waited on WAL flushes for a sixth of a run): the worker
+	 * a third of two workers' samples waited on WAL, and a run took a fifth
+	 * longer with flushes at each commit): the worker
 	 * flushes it all before it says it is done. A crash before that loses a
 	 * range's rows and its done mark together, and the next run explains
 	 * them once. Not under Citus, whose two-phase commit of a distributed
