@@ -5,11 +5,13 @@ auto). The benchmark's 10,000 rows of NAME are repeated to ROWS rows; all
 calls are warm. Measured in one run, each once:
   wide: SELECT count(*) FROM explain_shap_wide(...)   (compute only)
   ctas: CREATE TABLE AS SELECT * FROM explain_shap_wide(...)  (compute + write, one backend)
+  ctas+key: the same CTAS, then ALTER TABLE ... ADD PRIMARY KEY (row_key, output): the
+        unique key a job keeps in its target (which adds model_version to it)
   into: CALL explain_into(...) into an empty target, once per number of
         workers in TS_BENCH_JOB_WORKERS (default "0,auto": the calling session
         alone, then treeshap.job_workers' default)
-Prints one JSON record per model (explain_into's rate and its ratios to wide
-and ctas per number of workers), then the table of them.
+Prints one JSON record per model (explain_into's rate and its ratios to wide,
+ctas and ctas+key per number of workers), then the table of them.
 
     python3 bench/jobs_bench.py WORK_DIR NAME [ROWS [BATCH]]
 """
@@ -63,6 +65,7 @@ def main():
                    f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', '{query} WHERE id < 100')",
                    f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', '{query}')",
                    f"CREATE TABLE {table}_ctas AS SELECT * FROM treeshap.explain_shap_wide('{name}', '{query}')",
+                   f"ALTER TABLE {table}_ctas ADD PRIMARY KEY (row_key, output)",
                    f"SELECT count(*) FROM treeshap.explain_shap_wide('{name}', '{query}')")
     t = t[2:]
     out, _, _ = psql("SELECT string_agg(name || '=' || current_setting(name), ' ' ORDER BY name) FROM pg_settings "
@@ -70,26 +73,28 @@ def main():
                      "'server_version_num')")
     rec = {"kind": "jobs", "name": name, "device": device, "rows": rows, "batch": batch, "cores": os.cpu_count(),
            "server": [ln for ln in out.splitlines() if "=" in ln][0].strip(),
-           "wide_rows_per_s": rows / min(t[1], t[3]), "ctas_rows_per_s": rows / t[2], "into": []}
+           "wide_rows_per_s": rows / min(t[1], t[4]), "ctas_rows_per_s": rows / t[2],
+           "ctas_key_rows_per_s": rows / (t[2] + t[3]), "into": []}
     psql(f"DROP TABLE {table}_ctas")
     for workers in worker_counts:
         used, rate = into_rate(settings, name, table, rows, batch, workers)
         rec["into"].append({"workers": used, "rows_per_s": rate, "vs_wide": rate / rec["wide_rows_per_s"],
-                            "vs_ctas": rate / rec["ctas_rows_per_s"]})
+                            "vs_ctas": rate / rec["ctas_rows_per_s"],
+                            "vs_ctas_key": rate / rec["ctas_key_rows_per_s"]})
     psql(f"DROP TABLE {table}")
     print(json.dumps(rec), flush=True)
     return rec
 
 
 def table(recs):
-    print("\n| model | device | rows | count(*) of wide | one backend's CTAS | workers | explain_into "
-          "| into / wide | into / CTAS |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| model | device | rows | count(*) of wide | one backend's CTAS | CTAS + key | workers "
+          "| explain_into | into / wide | into / CTAS | into / (CTAS + key) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in recs:
         for i in r["into"]:
             print(f"| {r['name']} | {r['device']} | {r['rows']} | {r['wide_rows_per_s']:.0f} "
-                  f"| {r['ctas_rows_per_s']:.0f} | {i['workers']} | {i['rows_per_s']:.0f} "
-                  f"| {i['vs_wide']:.2f} | {i['vs_ctas']:.2f} |")
+                  f"| {r['ctas_rows_per_s']:.0f} | {r['ctas_key_rows_per_s']:.0f} | {i['workers']} "
+                  f"| {i['rows_per_s']:.0f} | {i['vs_wide']:.2f} | {i['vs_ctas']:.2f} | {i['vs_ctas_key']:.2f} |")
 
 
 if __name__ == "__main__":
