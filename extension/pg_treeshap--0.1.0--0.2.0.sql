@@ -1318,6 +1318,7 @@ DECLARE
     had_rows   boolean := false;
     complete   boolean := false;
     replaced   boolean;
+    emptied    boolean := false;
     holds      text;
     bulk       boolean;
     step       text := 'count';
@@ -1453,6 +1454,18 @@ BEGIN
            OR follow AND j.follow_plan IS DISTINCT FROM holds
       INTO complete, replaced
       FROM treeshap.job_store j WHERE j.job = job;
+    -- a target without a row of the version its job last wrote has lost them (a crash
+    -- empties an unlogged table, TRUNCATE any): the ranges the job marked done and its
+    -- step with the source no longer hold, and its rows are explained anew
+    IF NOT created AND NOT replaced
+       AND (SELECT j.model_version = version FROM treeshap.job_store j WHERE j.job = job) THEN
+        EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version) INTO emptied;
+        IF emptied THEN
+            complete := false;
+            replaced := follow;
+            DELETE FROM treeshap.job_range x WHERE x.job = job;
+        END IF;
+    END IF;
     UPDATE treeshap.job_store j SET workers = n_workers, target_oid = tgt::regclass,
            old_versions = j.old_versions OR coalesce(j.model_version <> version, false)
                           OR j.target_oid IS DISTINCT FROM tgt::regclass,

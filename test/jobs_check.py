@@ -24,6 +24,10 @@ TS_JOBS_WORKERS background workers (default 3). With workers also:
    consumes the change log is killed after two of its batches, and the next
    run leaves the target equal to a one-shot explain_shap_wide of the source
    as it is.
+11. unlogged: an unlogged target, which a crash empties while the job's marks
+   of what it wrote survive: a run with workers whose worker gets SIGKILL, and
+   a followed job crashed after a complete run; each next run explains every
+   row again.
 
 After every re-run the target must hold every source key exactly once, with
 values equal to a one-shot explain_shap_wide over the same rows.
@@ -407,6 +411,52 @@ def follow_scenario(conn, scenario, kill):
     return conn
 
 
+UNLOGGED_TARGET = """CREATE UNLOGGED TABLE {} (row_key integer NOT NULL, output integer NOT NULL,
+    base_value double precision NOT NULL, shap_values double precision[] NOT NULL, model_version bigint NOT NULL,
+    computed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (row_key, output, model_version))"""
+
+
+def crash_server(conn):
+    """SIGKILL an idle session of its own, so the server restarts (and empties unlogged tables)."""
+    victim = connect()
+    sigkill(conn, victim.get_backend_pid())
+    return await_crash_restart(conn)
+
+
+def unlogged_scenario(conn):
+    """A crash empties an unlogged target: the next run must not trust the job's marks."""
+    target = "jobs.unlogged_workers"
+    query(conn, UNLOGGED_TARGET.format(target))
+    thread, outcome, running = start_running(conn, "unlogged (workers)", target)
+    if running is not None:
+        # a commit that writes and flushes WAL flushes the workers' commits before it
+        query(conn, "CREATE TABLE IF NOT EXISTS jobs.flushed (at timestamptz); INSERT INTO jobs.flushed VALUES (now())")
+        sigkill(conn, worker_pids(conn)[0])
+        thread.join()
+        conn = await_crash_restart(conn)
+        done = query(conn, """SELECT count(*) FROM treeshap.job_range r JOIN treeshap.job_store j USING (job)
+                               WHERE j.target = %s AND r.done""", (target,))[0][0]
+        left = query(conn, f"SELECT count(*) FROM {target}")[0][0]
+        explain_into(conn, target)
+        check("unlogged (workers): after a crash emptied the target, the re-run explains every row",
+              done > 0 and left == 0 and job(conn, target)["rows_done"] == ROWS,
+              f"{done} ranges marked done, {left} rows left, re-run {job(conn, target)['rows_done']} rows")
+        verify_target(conn, "unlogged (workers)", target)
+    target = "jobs.unlogged_follow"
+    query(conn, UNLOGGED_TARGET.format(target))
+    call = (f"CALL treeshap.explain_into(%s, 'jobs.houses', '{target}', batch_size => %s, workers => %s, "
+            "follow => true)")
+    query(conn, call, (MODEL, BATCH, workers))
+    conn = crash_server(conn)
+    left = query(conn, f"SELECT count(*) FROM {target}")[0][0]
+    query(conn, call, (MODEL, BATCH, workers))
+    check("unlogged (follow): after a crash emptied the in-step target, the next run explains every row",
+          left == 0 and job(conn, target)["rows_done"] == ROWS,
+          f"{left} rows left, next run {job(conn, target)['rows_done']} rows")
+    verify_target(conn, "unlogged (follow)", target)
+    return conn
+
+
 def main():
     global workers
     conn = connect()
@@ -422,6 +472,7 @@ def main():
     leader_cancel_scenario(conn)
     conn = follow_scenario(conn, "follow-terminate", terminate)
     conn = follow_scenario(conn, "follow-sigkill", sigkill)
+    conn = unlogged_scenario(conn)
     cron_scenario(conn)
     query(conn, "DROP SCHEMA jobs CASCADE")
     query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")
