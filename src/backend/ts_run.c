@@ -34,24 +34,39 @@ fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks)
 }
 
 /*
- * Fetch the first batch, then start the GPU run sized for it: a query shorter
- * than treeshap.batch_rows gets buffers for its own rows only, and an empty
- * one touches no GPU at all. Allocates both key slots; returns the first
- * batch's rows, in slot 0.
+ * A GPU run's first batch is this fraction of the others: the device starts
+ * once a quarter of a batch is read, and the overlap of reading the next
+ * batch and emitting the last one with the device's work begins that much
+ * sooner (the first batch has nothing to overlap with).
+ */
+#define TS_FIRST_BATCH_SHARE 4
+
+/*
+ * Fetch the first batch, then start the GPU run: sized for every later
+ * batch, or for the first batch's rows alone when the query ended within it
+ * (a short query touches no more memory than it needs, and an empty one no
+ * GPU at all). Allocates both key slots; returns the first batch's rows, in
+ * slot 0.
  */
 static int32
 start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, const TsRunSpec *spec,
 		  TsKeySlot ks[2], Oid key_type)
 {
 	int32		nf = cached->model->num_features;
-	int32		n = (int32) ts_batch_next(reader);
+	int32		full = reader->batch_rows;
+	int32		first = Max(1, full / TS_FIRST_BATCH_SHARE);
+	int32		n,
+				room;
 
+	reader->batch_rows = first;
+	n = (int32) ts_batch_next(reader);
+	reader->batch_rows = full;
 	if (n == 0)
 		return 0;
-	/* no later batch is larger than the first */
+	room = n < first ? n : full;
 	for (int i = 0; i < 2; i++)
-		ts_key_slot_init(&ks[i], n, key_type);
-	*run = ts_gpu_run_start(cached, n, spec);
+		ts_key_slot_init(&ks[i], room, key_type);
+	*run = ts_gpu_run_start(cached, room, spec);
 	memcpy(ts_gpu_run_input(*run, 0), reader->x, sizeof(float) * (size_t) n * nf);
 	ts_batch_keep_keys(reader, &ks[0]);
 	return n;
