@@ -671,6 +671,9 @@ ALTER TABLE treeshap.job_store ADD COLUMN follow_by text;
 -- a job over a table distributed by Citus: its shards, each a job of its own on the
 -- node that holds it (NULL: a job of this node)
 ALTER TABLE treeshap.job_store ADD COLUMN shards integer;
+-- whether the target held a row when the job's last run ended: a run that then finds
+-- it empty knows that what the job marked done is gone (see explain_into)
+ALTER TABLE treeshap.job_store ADD COLUMN target_filled boolean NOT NULL DEFAULT false;
 
 -- A running job over a distributed table, as its shards' jobs have it on their
 -- nodes now (when asked, with Citus and a distributed source: NULLs otherwise):
@@ -1318,6 +1321,8 @@ DECLARE
     had_rows   boolean := false;
     complete   boolean := false;
     replaced   boolean;
+    moved      boolean;
+    wrote      boolean;
     emptied    boolean := false;
     holds      text;
     bulk       boolean;
@@ -1454,15 +1459,22 @@ BEGIN
            OR follow AND j.follow_plan IS DISTINCT FROM holds
       INTO complete, replaced
       FROM treeshap.job_store j WHERE j.job = job;
-    -- a target without a row of the version its job last wrote has lost them (a crash
-    -- empties an unlogged table, TRUNCATE any): the ranges the job marked done and its
-    -- step with the source no longer hold, and its rows are explained anew
-    IF NOT created AND NOT replaced
-       AND (SELECT j.model_version = version FROM treeshap.job_store j WHERE j.job = job) THEN
-        EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version) INTO emptied;
-        IF emptied THEN
+    -- what a job marked done holds for the target it wrote into: a target dropped and
+    -- made again, or found empty where the job left rows or marked ranges done (a crash
+    -- empties an unlogged table, TRUNCATE any table), is explained anew rather than
+    -- trusted to those marks (the probe reads the first row only)
+    IF NOT created THEN
+        SELECT j.target_oid IS DISTINCT FROM tgt::regclass,
+               j.target_filled OR EXISTS (SELECT FROM treeshap.job_range x
+                                           WHERE x.job = j.job AND x.done AND x.rows_done > 0)
+          INTO moved, wrote
+          FROM treeshap.job_store j WHERE j.job = job;
+        IF wrote AND NOT moved THEN
+            EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s)', tgt) INTO emptied;
+        END IF;
+        IF moved OR emptied THEN
             complete := false;
-            replaced := follow;
+            replaced := replaced OR follow;
             DELETE FROM treeshap.job_range x WHERE x.job = job;
         END IF;
     END IF;
@@ -1640,6 +1652,8 @@ BEGIN
                     EXECUTE format('DELETE FROM %s WHERE model_version <> %s', tgt, version);
                     UPDATE treeshap.job_store j SET old_versions = false WHERE j.job = job;
                 END IF;
+                EXECUTE format('UPDATE treeshap.job_store j SET target_filled = EXISTS (SELECT 1 FROM %s) '
+                               'WHERE j.job = $1', tgt) USING job;
                 PERFORM treeshap._job_fold(job);
                 PERFORM treeshap._job_update(job, 'done');
             END IF;

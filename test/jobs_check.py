@@ -27,7 +27,7 @@ TS_JOBS_WORKERS background workers (default 3). With workers also:
 11. unlogged: an unlogged target, which a crash empties while the job's marks
    of what it wrote survive: a run with workers whose worker gets SIGKILL, and
    a followed job crashed after a complete run; each next run explains every
-   row again.
+   row again. The same for a stopped run's target dropped and made again.
 
 After every re-run the target must hold every source key exactly once, with
 values equal to a one-shot explain_shap_wide over the same rows.
@@ -420,7 +420,9 @@ def crash_server(conn):
     """SIGKILL an idle session of its own, so the server restarts (and empties unlogged tables)."""
     victim = connect()
     sigkill(conn, victim.get_backend_pid())
-    return await_crash_restart(conn)
+    conn = await_crash_restart(conn)
+    victim.close()
+    return conn
 
 
 def unlogged_scenario(conn):
@@ -457,6 +459,22 @@ def unlogged_scenario(conn):
     return conn
 
 
+def recreated_scenario(conn):
+    """A stopped run's target dropped and made again: its ranges marked done are not the new table's."""
+    target = "jobs.recreated"
+    query(conn, UNLOGGED_TARGET.format(target).replace("UNLOGGED ", ""))
+    thread, outcome, running = start_running(conn, "recreated", target)
+    if running is None:
+        return
+    terminate(conn, running["pid"])
+    thread.join()
+    query(conn, f"DROP TABLE {target}; " + UNLOGGED_TARGET.format(target).replace("UNLOGGED ", ""))
+    explain_into(conn, target)
+    check("recreated: a stopped run's target made again is explained whole",
+          job(conn, target)["rows_done"] == ROWS, f"re-run {job(conn, target)['rows_done']} rows")
+    verify_target(conn, "recreated", target)
+
+
 def main():
     global workers
     conn = connect()
@@ -473,6 +491,7 @@ def main():
     conn = follow_scenario(conn, "follow-terminate", terminate)
     conn = follow_scenario(conn, "follow-sigkill", sigkill)
     conn = unlogged_scenario(conn)
+    recreated_scenario(conn)
     cron_scenario(conn)
     query(conn, "DROP SCHEMA jobs CASCADE")
     query(conn, "DELETE FROM treeshap.job_store WHERE target LIKE 'jobs.%'")

@@ -42,11 +42,11 @@ fetch_into_slot(TsBatchReader *reader, TsGpuRun *run, int slot, TsKeySlot *ks)
 #define TS_FIRST_BATCH_SHARE 4
 
 /*
- * Fetch the first batch, then start the GPU run: sized for every later
- * batch, or for the first batch's rows alone when the query ended within it
- * (a short query touches no more memory than it needs, and an empty one no
- * GPU at all). Allocates both key slots; returns the first batch's rows, in
- * slot 0.
+ * Fetch the first batch, then start the GPU run: sized for a full batch, or
+ * for the first batch's rows alone when the query ended within it (a query
+ * of fewer rows than a quarter batch touches no more memory than it needs,
+ * one of more takes a full batch's, and an empty one no GPU at all).
+ * Allocates both key slots; returns the first batch's rows, in slot 0.
  */
 static int32
 start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, const TsRunSpec *spec,
@@ -63,6 +63,7 @@ start_run(TsBatchReader *reader, TsGpuRun **run, TsCachedModel *cached, const Ts
 	reader->batch_rows = full;
 	if (n == 0)
 		return 0;
+	/* a batch comes short of what was asked only at the source's end: no later batch */
 	room = n < first ? n : full;
 	for (int i = 0; i < 2; i++)
 		ts_key_slot_init(&ks[i], room, key_type);
