@@ -50,7 +50,7 @@ SELECT CASE WHEN pg_temp.preloaded() THEN pg_temp.service_other_than(NULL) END A
        (SELECT service_starts FROM treeshap.gpu_status LIMIT 1) AS starts,
        pg_temp.devices() AS devices;
 \set QUIET 0
-SELECT plan(26);
+SELECT plan(27);
 
 SELECT ok((SELECT array_agg(DISTINCT service) FROM treeshap.gpu_status)
             <@ CASE WHEN pg_temp.preloaded() THEN ARRAY['ready', 'no device'] ELSE ARRAY['not loaded'] END,
@@ -234,6 +234,21 @@ SELECT CASE WHEN NOT EXISTS (SELECT FROM treeshap.gpu_info()) THEN
      'without a GPU in the service (or without the service) auto computes on the CPU: the CPU''s very values')
   ELSE ok((SELECT max(abs(a - c)) < 1e-12 FROM auto_run, unnest(auto, cpu) u(a, c)),
           'with a GPU, auto computes on it what the CPU computes (to 1e-12)') END;
+-- a GPU run's first batch is a quarter of treeshap.batch_rows, so that the device starts
+-- sooner: 1,000 rows in batches of 100 go as 25, nine of 100, then 75: 11 requests
+SELECT set_config('treeshap.device', CASE WHEN EXISTS (SELECT FROM treeshap.gpu_info()) THEN 'gpu' ELSE 'cpu' END, false)
+  \g /dev/null
+SET treeshap.batch_rows = 100;
+SELECT count(*) FROM treeshap.explain_shap_wide('t11_model', 'SELECT g::bigint, g / 1000.0, 0.2, 0.3 FROM generate_series(1, 1000) g')
+  \g /dev/null
+CREATE TEMP TABLE served_before AS SELECT requests_served FROM treeshap.gpu_status LIMIT 1;
+CREATE TEMP TABLE quarter_run AS
+SELECT count(*) AS n FROM treeshap.explain_shap_wide('t11_model', 'SELECT g::bigint, g / 1000.0, 0.2, 0.3 FROM generate_series(1, 1000) g');
+SELECT CASE WHEN EXISTS (SELECT FROM treeshap.gpu_info()) THEN
+  is((SELECT requests_served FROM treeshap.gpu_status LIMIT 1) - (SELECT requests_served FROM served_before), 11::bigint,
+     'a GPU run of 1,000 rows in batches of 100 starts with a batch of 25: 11 requests')
+  ELSE skip('no GPU in the service', 1) END;
+RESET treeshap.batch_rows;
 RESET treeshap.device;
 SELECT treeshap.drop_model('t11_model') \g /dev/null
 
