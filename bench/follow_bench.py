@@ -10,6 +10,8 @@ rows (a keyed, vacuumed table). Measured in one run, each once:
   next:   the run after those changes
 with the WAL each run wrote: after a checkpoint, the first change to a page writes the
 whole page, and 1 % of the rows spread over the table touch about 40 % of its pages.
+TS_BENCH_TARGET=unlogged makes the target an unlogged table before the first run (a
+crash empties it, and the next run then explains every row again).
 Prints one JSON record (next / first among them), then a table.
 
     python3 bench/follow_bench.py WORK_DIR NAME [ROWS [BATCH]]
@@ -54,6 +56,11 @@ def main():
         return (f"UPDATE {table} t SET ({cols}) = (SELECT {cols} FROM {table} s WHERE s.id = t.id + {step}) "
                 f"WHERE t.id % 100 = 7")
     psql(f"DROP TABLE IF EXISTS {target}", f"DELETE FROM treeshap.job_store WHERE target = 'public.{target}'")
+    unlogged = os.environ.get("TS_BENCH_TARGET", "logged") == "unlogged"
+    if unlogged:
+        out, _, _ = psql(f"SELECT replace(treeshap._target_ddl('{target}', 'wide', 'bigint', ''), "
+                         "'CREATE TABLE', 'CREATE UNLOGGED TABLE')")
+        psql(first_value(out))
     _, _, t = psql(update(1))
     plain_update = t[-1]
     lsn = "SELECT pg_current_wal_lsn()"
@@ -87,6 +94,7 @@ def main():
         raise RuntimeError(f"target {target_rows} rows for {source_rows} source rows, {removed} removed")
     psql(f"DROP TABLE {target}", f"DELETE FROM treeshap.job_store WHERE target = 'public.{target}'", f"DROP TABLE {table}")
     rec = {"kind": "follow", "name": name, "device": device, "rows": rows, "batch": batch, "cores": os.cpu_count(),
+           "target": "unlogged" if unlogged else "logged",
            "first_s": first, "next_s": nxt, "next_vs_first": nxt / first, "rows_changed": changed,
            "rows_removed": removed, "rows_written": written, "next_until_first_range_s": phases[0],
            "next_ranges_s": phases[1], "next_after_last_range_s": phases[2], "next_ranges": int(phases[3]), "first_wal_mb": first_wal / 2**20, "next_wal_mb": next_wal / 2**20,
@@ -97,10 +105,10 @@ def main():
 
 
 def table(r):
-    print("\n| model | device | rows | first run | its WAL | 1 % updated, 0.1 % deleted: next run | its WAL "
+    print("\n| model | device | target | rows | first run | its WAL | 1 % updated, 0.1 % deleted: next run | its WAL "
           "| next / first | UPDATE of 1 %: plain | followed |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {r['name']} | {r['device']} | {r['rows']} | {r['first_s']:.2f} s | {r['first_wal_mb']:.0f} MB "
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {r['name']} | {r['device']} | {r['target']} | {r['rows']} | {r['first_s']:.2f} s | {r['first_wal_mb']:.0f} MB "
           f"| {r['next_s']:.2f} s | {r['next_wal_mb']:.0f} MB | {r['next_vs_first']:.3f} "
           f"| {r['update_plain_s']:.2f} s | {r['update_followed_s']:.2f} s |")
 
