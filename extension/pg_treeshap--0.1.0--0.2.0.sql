@@ -671,8 +671,8 @@ ALTER TABLE treeshap.job_store ADD COLUMN follow_by text;
 -- a job over a table distributed by Citus: its shards, each a job of its own on the
 -- node that holds it (NULL: a job of this node)
 ALTER TABLE treeshap.job_store ADD COLUMN shards integer;
--- whether the target held a row when the job's last run ended: a run that then finds
--- it empty knows that what the job marked done is gone (see explain_into)
+-- whether the target held a row when the job's last completed run ended: a run that
+-- then finds it empty knows that what the job marked done is gone (see explain_into)
 ALTER TABLE treeshap.job_store ADD COLUMN target_filled boolean NOT NULL DEFAULT false;
 
 -- A running job over a distributed table, as its shards' jobs have it on their
@@ -1456,27 +1456,23 @@ BEGIN
     SELECT follow AND j.in_step AND j.model_version = version AND j.target_oid = tgt::regclass
            AND j.follow_plan = holds,
            NOT created AND j.target_oid IS DISTINCT FROM tgt::regclass
-           OR follow AND j.follow_plan IS DISTINCT FROM holds
-      INTO complete, replaced
+           OR follow AND j.follow_plan IS DISTINCT FROM holds,
+           NOT created AND j.target_oid IS DISTINCT FROM tgt::regclass,
+           NOT created AND (j.target_filled OR EXISTS (SELECT FROM treeshap.job_range x
+                                                        WHERE x.job = j.job AND x.done AND x.rows_done > 0))
+      INTO complete, replaced, moved, wrote
       FROM treeshap.job_store j WHERE j.job = job;
     -- what a job marked done holds for the target it wrote into: a target dropped and
     -- made again, or found empty where the job left rows or marked ranges done (a crash
     -- empties an unlogged table, TRUNCATE any table), is explained anew rather than
     -- trusted to those marks (the probe reads the first row only)
-    IF NOT created THEN
-        SELECT j.target_oid IS DISTINCT FROM tgt::regclass,
-               j.target_filled OR EXISTS (SELECT FROM treeshap.job_range x
-                                           WHERE x.job = j.job AND x.done AND x.rows_done > 0)
-          INTO moved, wrote
-          FROM treeshap.job_store j WHERE j.job = job;
-        IF wrote AND NOT moved THEN
-            EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s)', tgt) INTO emptied;
-        END IF;
-        IF moved OR emptied THEN
-            complete := false;
-            replaced := replaced OR follow;
-            DELETE FROM treeshap.job_range x WHERE x.job = job;
-        END IF;
+    IF wrote AND NOT moved THEN
+        EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s)', tgt) INTO emptied;
+    END IF;
+    IF moved OR emptied THEN
+        complete := false;
+        replaced := replaced OR follow;
+        DELETE FROM treeshap.job_range x WHERE x.job = job;
     END IF;
     UPDATE treeshap.job_store j SET workers = n_workers, target_oid = tgt::regclass,
            old_versions = j.old_versions OR coalesce(j.model_version <> version, false)

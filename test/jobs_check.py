@@ -411,9 +411,12 @@ def follow_scenario(conn, scenario, kill):
     return conn
 
 
-UNLOGGED_TARGET = """CREATE UNLOGGED TABLE {} (row_key integer NOT NULL, output integer NOT NULL,
-    base_value double precision NOT NULL, shap_values double precision[] NOT NULL, model_version bigint NOT NULL,
-    computed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (row_key, output, model_version))"""
+def target_ddl(target, persistence=""):
+    """CREATE TABLE of a wide target of jobs.houses, made before its first run ("UNLOGGED" or "")."""
+    return (f"CREATE {persistence} TABLE {target} (row_key integer NOT NULL, output integer NOT NULL, "
+            "base_value double precision NOT NULL, shap_values double precision[] NOT NULL, "
+            "model_version bigint NOT NULL, computed_at timestamptz NOT NULL DEFAULT now(), "
+            "PRIMARY KEY (row_key, output, model_version))")
 
 
 def crash_server(conn):
@@ -428,7 +431,7 @@ def crash_server(conn):
 def unlogged_scenario(conn):
     """A crash empties an unlogged target: the next run must not trust the job's marks."""
     target = "jobs.unlogged_workers"
-    query(conn, UNLOGGED_TARGET.format(target))
+    query(conn, target_ddl(target, "UNLOGGED"))
     thread, outcome, running = start_running(conn, "unlogged (workers)", target)
     if running is not None:
         # a commit that writes and flushes WAL flushes the workers' commits before it
@@ -445,7 +448,7 @@ def unlogged_scenario(conn):
               f"{done} ranges marked done, {left} rows left, re-run {job(conn, target)['rows_done']} rows")
         verify_target(conn, "unlogged (workers)", target)
     target = "jobs.unlogged_follow"
-    query(conn, UNLOGGED_TARGET.format(target))
+    query(conn, target_ddl(target, "UNLOGGED"))
     call = (f"CALL treeshap.explain_into(%s, 'jobs.houses', '{target}', batch_size => %s, workers => %s, "
             "follow => true)")
     query(conn, call, (MODEL, BATCH, workers))
@@ -462,13 +465,13 @@ def unlogged_scenario(conn):
 def recreated_scenario(conn):
     """A stopped run's target dropped and made again: its ranges marked done are not the new table's."""
     target = "jobs.recreated"
-    query(conn, UNLOGGED_TARGET.format(target).replace("UNLOGGED ", ""))
+    query(conn, target_ddl(target))
     thread, outcome, running = start_running(conn, "recreated", target)
     if running is None:
         return
     terminate(conn, running["pid"])
     thread.join()
-    query(conn, f"DROP TABLE {target}; " + UNLOGGED_TARGET.format(target).replace("UNLOGGED ", ""))
+    query(conn, f"DROP TABLE {target}; " + target_ddl(target))
     explain_into(conn, target)
     check("recreated: a stopped run's target made again is explained whole",
           job(conn, target)["rows_done"] == ROWS, f"re-run {job(conn, target)['rows_done']} rows")
