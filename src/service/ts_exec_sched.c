@@ -204,6 +204,29 @@ admit(Request *r)
 	return TS_EXEC_PENDING;
 }
 
+/* Whether a segment is stamped with this request (its backend's slot and request number). */
+static bool
+stamped(const TsSegment *seg, const TsExecMsg *msg)
+{
+	return seg->h->magic == TS_REQUEST_MAGIC && seg->h->slot == msg->slot && seg->h->seq == msg->seq;
+}
+
+/*
+ * Map a request's segment, kept between requests. A kept mapping without
+ * the request's stamp may be of an older object that had the name and
+ * inode number: it is dropped and the name mapped again, once.
+ */
+static bool
+map_request(const TsExecMsg *msg, TsSegment *seg)
+{
+	if (!ts_segment_map(msg->segment, true, seg))
+		return false;
+	if (stamped(seg, msg) || seg->cached < 0)
+		return true;
+	ts_segment_drop(seg);
+	return ts_segment_map(msg->segment, true, seg);
+}
+
 int32_t
 ts_exec_run(const TsExecMsg *msg)
 {
@@ -212,9 +235,9 @@ ts_exec_run(const TsExecMsg *msg)
 
 	r = ts_alloc0(sizeof(Request));
 	r->msg = *msg;
-	if (!ts_segment_map(msg->segment, true, &r->seg))
+	if (!map_request(msg, &r->seg))
 		status = TS_REQUEST_INVALID;
-	else if (r->seg.h->magic != TS_REQUEST_MAGIC || r->seg.h->slot != msg->slot || r->seg.h->seq != msg->seq)
+	else if (!stamped(&r->seg, msg))
 		status = TS_REQUEST_INVALID;	/* not this request's segment: never write it */
 	else if (num_devices == 0)
 		status = ts_exec_answer(r->seg.h, TS_REQUEST_FAILED, "the GPU service has no device");

@@ -38,7 +38,6 @@ typedef struct CachedMapping
 	uint32_t	handle;
 	dev_t		dev;
 	ino_t		ino;
-	struct timespec ctime;
 	int			users;			/* requests being served from it */
 	uint64_t	last_use;
 	bool		pinned;			/* registered for the devices' copies */
@@ -69,13 +68,20 @@ open_segment(uint32_t handle)
 	return shm_open(name, O_RDWR, 0);
 }
 
-/* Whether a cached mapping is of the object st describes. */
+/*
+ * Whether a cached mapping is of the object st describes. Not by its change
+ * time: on tmpfs a write that faults a page into any mapping moves it (the
+ * backend filling a batch, a parallel worker's first rows, our own answer
+ * through a fresh mapping), so each request found it changed and mapped and
+ * pinned the segment again, 10-17 ms of a 784-feature model's batch on an
+ * H200. A new object under an old name and inode is caught by the request's
+ * stamp instead (ts_exec_sched.c maps it afresh).
+ */
 static bool
 same_object(const CachedMapping *c, uint32_t handle, const struct stat *st)
 {
 	return c->p != NULL && c->handle == handle && c->dev == st->st_dev && c->ino == st->st_ino &&
-		c->size == (size_t) st->st_size && c->ctime.tv_sec == st->st_ctim.tv_sec &&
-		c->ctime.tv_nsec == st->st_ctim.tv_nsec;
+		c->size == (size_t) st->st_size;
 }
 
 /* Unmap cache entry i (no request uses it): unpinned first, so that no device copy can reach it. */
@@ -146,7 +152,6 @@ remember(void *p, uint32_t handle, const struct stat *st)
 			cache[i].handle = handle;
 			cache[i].dev = st->st_dev;
 			cache[i].ino = st->st_ino;
-			cache[i].ctime = st->st_ctim;
 			/* a run's rows and results then move by DMA, not through the executor's copies */
 			cache[i].pinned = worth_pinning(cache[i].size, evicted) && ts_dev_host_register(p, cache[i].size);
 			return i;
@@ -219,6 +224,16 @@ ts_segment_release(TsSegment *seg)
 	else
 		munmap(seg->h, seg->size);
 	seg->h = NULL;
+}
+
+void
+ts_segment_drop(TsSegment *seg)
+{
+	int			i = seg->cached;
+
+	ts_segment_release(seg);
+	if (i >= 0 && cache[i].users == 0)
+		forget(i);
 }
 
 void
