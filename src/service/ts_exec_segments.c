@@ -70,12 +70,13 @@ open_segment(uint32_t handle)
 
 /*
  * Whether a cached mapping is of the object st describes. Not by its change
- * time: on tmpfs a write that faults a page into any mapping moves it (the
- * backend filling a batch, a parallel worker's first rows, our own answer
- * through a fresh mapping), so each request found it changed and mapped and
- * pinned the segment again, 10-17 ms of a 784-feature model's batch on an
- * H200. A new object under an old name and inode is caught by the request's
- * stamp instead (ts_exec_sched.c maps it afresh).
+ * time: on tmpfs a process's first write to a page of a mapping moves it
+ * (the backend filling rows it had not written, our answer through a new
+ * mapping, pinning, which faults every page in for writing), so each
+ * request found the segment changed and mapped and pinned it again: 9-18
+ * ms of each batch of a 784-feature model's top features on an H200. A
+ * new object under an old name and inode is caught by the request's stamp
+ * instead (ts_exec_sched.c maps it afresh).
  */
 static bool
 same_object(const CachedMapping *c, uint32_t handle, const struct stat *st)

@@ -3,7 +3,10 @@
  * backend keeps one segment for a whole run (every batch of a call), so
  * the executor keeps its mapping between requests rather than mapping and
  * faulting in its pages for each batch. A mapping is reused only while
- * the name still opens the same object (inode and size); one
+ * the name still opens the same object (inode and size: the mapping keeps
+ * its inode alive, so no other object gets that number while it is
+ * cached), and a request is served only from a segment stamped with it
+ * (ts_exec_sched.c), which is the guard against any other; one
  * whose backend left keeps its memory until it is evicted, which makes a
  * late write harmless. A kept mapping of 4 to 256 MB is also pinned for
  * the devices when they allow it, so a launch copies a run's rows in and
@@ -40,7 +43,10 @@ extern bool ts_segment_map(uint32_t handle, bool keep, TsSegment *seg);
 /* Done with a mapping: a cached one stays mapped, another is unmapped. */
 extern void ts_segment_release(TsSegment *seg);
 
-/* Done with a mapping that may be of an older object: unmapped, cached or not, unless in use. */
+/*
+ * Done with a mapping that may be of an older object: unmapped, cached or
+ * not, unless another request uses it (it then stays, and is found again).
+ */
 extern void ts_segment_drop(TsSegment *seg);
 
 /* Unmap the cached mappings whose backends have removed their segments (when idle). */
