@@ -5,8 +5,9 @@
  * faulting in its pages for each batch. A mapping is reused only while
  * the name still opens the same object (inode and size: the mapping keeps
  * its inode alive, so no other object gets that number while it is
- * cached), and a request is served only from a segment stamped with it
- * (ts_exec_sched.c), which is the guard against any other; one
+ * cached, short of a 32-bit inode counter wrapping), and a request is
+ * served only from a segment stamped with it (ts_exec_sched.c), which is
+ * the guard against any other; one
  * whose backend left keeps its memory until it is evicted, which makes a
  * late write harmless. A kept mapping of 4 to 256 MB is also pinned for
  * the devices when they allow it, so a launch copies a run's rows in and
