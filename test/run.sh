@@ -122,7 +122,7 @@ make -s -C test/core >/dev/null
 /usr/bin/python3 test/core/fuzz_core.py || status=1
 test/core/build/tracked_check test/fixtures/reg.json || status=1
 echo "== the GPU service executor's mapping cache: a run's segment mapped and pinned once"
-test/core/build/segments_check >/dev/null || { test/core/build/segments_check; status=1; }
+out=$(test/core/build/segments_check) || { echo "$out"; status=1; }
 
 echo "== libFuzzer over each model reader, AddressSanitizer and UndefinedBehaviorSanitizer (a short slice)"
 bash test/fuzz/run.sh "${TS_FUZZ_RUNS:-20000}" || status=1
