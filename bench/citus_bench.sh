@@ -10,8 +10,12 @@
 # key. Each run checks every row is explained and that a sample of 1 row in
 # 1,000 holds what explain_shap_wide computes on the coordinator, bit for bit,
 # and that the two runs' targets hold the same values (an order-free checksum
-# of every row's text). Prints one JSON record per run, then two nodes' rate
-# over one node's, measured in one run. TS_BENCH_WAITS=1 also samples, every
+# of every row's text). After it, a peer: Citus itself writes the same rows
+# into a co-located table with the same key (INSERT ... SELECT, on every node
+# for the shards it holds): what writing them costs the nodes, without SHAP.
+# Every node checkpoints before each timed statement. Prints one JSON record
+# per run, then two nodes' rate over one node's, explain_into's and the
+# peer's, measured in one run. TS_BENCH_WAITS=1 also samples, every
 # 10 ms while a worker node runs shards, what its sessions wait on (CPU when
 # nothing), per kind of backend, and, where nvidia-smi is, every GPU's
 # utilization during the call, and adds both to the records.
@@ -67,7 +71,15 @@ BEGIN
   RAISE NOTICE '%', acc;
 END\$\$"
 
-# run N: explain_into with N worker nodes; its JSON record in $base/run-N.json
+# every node writes what it holds in memory to disk (before each timed statement: the
+# load's dirty pages are not written during it, nor its WAL checkpointed)
+checkpoint() {
+  on "$port0" -c "CHECKPOINT" -c "SELECT count(*) FROM run_command_on_workers('CHECKPOINT')" >/dev/null \
+    || { echo "citus-bench: FAIL (checkpoint)"; exit 1; }
+}
+
+# run N: explain_into with N worker nodes, then the peer's INSERT ... SELECT of the
+# same rows; its JSON record in $base/run-N.json
 run() {
   local n=$1 t0 t1 done sample checksum spans
   citus_cluster_up "$n" "${shares[@]:0:$n}" >/dev/null
@@ -91,11 +103,22 @@ EOF
       smi=$!
     fi
   fi
+  checkpoint
   t0=$(date +%s.%N)
   on "$port0" -c "CALL treeshap.explain_into('$name', 'src', 'explained')" >/dev/null \
     || { echo "citus-bench: FAIL (explain_into)"; exit 1; }
   t1=$(date +%s.%N)
   [ -n "$smi" ] && kill "$smi"
+  # the peer: Citus itself writing the same rows into a co-located table with the same
+  # key (INSERT ... SELECT, run on every node for the shards it holds, in parallel)
+  on "$port0" >/dev/null <<EOF || { echo "citus-bench: FAIL (the peer's table)"; exit 1; }
+CREATE TABLE copied (LIKE explained INCLUDING ALL);
+SELECT create_distributed_table('copied', 'row_key', colocate_with => 'src');
+EOF
+  checkpoint
+  c0=$(date +%s.%N)
+  on "$port0" -c "INSERT INTO copied SELECT * FROM explained" >/dev/null || { echo "citus-bench: FAIL (the peer)"; exit 1; }
+  c1=$(date +%s.%N)
   done=$(on "$port0" -At -c "SELECT rows_done FROM treeshap.jobs WHERE target = 'public.explained'")
   # each node's shard jobs: when the first began, the last ended, and how long one took
   spans=$(on "$port0" -At -c "SELECT string_agg(r.result, ' ' ORDER BY r.nodeport)
@@ -137,11 +160,13 @@ def gpu_util(f):  # mean utilization (%) of each GPU over the call
     return {i: round(sum(u) / len(u), 1) for i, u in per.items()}
 
 n, rows, done, t, sample = $n, $rows, int('$done' or 0), $t1 - $t0, '$sample' == 't'
+peer_t = $c1 - $c0
 print(json.dumps({'kind': 'citus_explain_into', 'name': '$name', 'device': '$device', 'rows': rows,
                   'worker_nodes': n, 'cores': $cores, 'cores_per_node': $half,
                   'node_cpus': '${shares[*]}'.split()[:n],
                   'gpus': '${TS_CITUS_GPUS}'.split()[:n], 'seconds': round(t, 3),
                   'rows_per_s': round(rows / t), 'every_row': done == rows, 'sample_equal': sample,
+                  'peer': 'insert_select', 'peer_seconds': round(peer_t, 3), 'peer_rows_per_s': round(rows / peer_t),
                   'checksum': '$checksum',
                   'nodes': [span(s) for s in '$spans'.split(' ') if s],
                   'waits': [waits(f) for f in sorted(glob.glob('$base/waits-$n-*.txt'))],
@@ -160,5 +185,7 @@ ok = (all(r['every_row'] and r['sample_equal'] and r['checksum'] for r in (one, 
       and one['checksum'] == two['checksum'])
 print(f\"two worker nodes / one: {two['rows_per_s'] / one['rows_per_s']:.2f} \"
       f\"({one['rows_per_s']} -> {two['rows_per_s']} rows/s, {one['cores_per_node']} cores a node, \"
-      f\"device {one['device']}{', a GPU a node' if two['gpus'] else ''}); every row explained, \"
+      f\"device {one['device']}{', a GPU a node' if two['gpus'] else ''}); the peer (Citus's INSERT ... SELECT \"
+      f\"of the same rows): {two['peer_rows_per_s'] / one['peer_rows_per_s']:.2f} \"
+      f\"({one['peer_rows_per_s']} -> {two['peer_rows_per_s']} rows/s); every row explained, \"
       f\"sample and checksums equal: {'yes' if ok else 'NO'}\")"

@@ -1935,11 +1935,39 @@ BEGIN
 END
 $$;
 
--- One session's part of a job over a distributed table: its shards one after
--- another, each explain_into of a source shard into its target shard, with the
--- caller's settings (`sessions`: how many such sessions its node runs at once).
--- Returns the rows their jobs explained (the CALL's one column, as Citus
--- passes it back), so that a job that ends well asks its nodes nothing more.
+-- One shard of a job over a distributed table: explain_into of a source shard
+-- into its target shard, on the node that holds both, in the node's session
+-- or a worker of its pool (_citus_shard_pool).
+CREATE PROCEDURE treeshap._citus_one_shard_into(model text, version bigint, source text, target text,
+                                                key_column text, filter text, layout text, batch_size integer,
+                                                features text[], keep_old_versions boolean, workers integer)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- the job's version, as the coordinator saw it: a model replaced since stops the shards
+    PERFORM treeshap._check_version(model, version);
+    CALL treeshap.explain_into(model, source::regclass, target, key_column => key_column,
+                               filter => filter, layout => layout, batch_size => batch_size,
+                               features => features, keep_old_versions => keep_old_versions,
+                               workers => workers);
+END
+$$;
+
+/* Up to `workers` background workers acting as the caller run the calls (each a
+   CALL of _citus_one_shard_into), each drawing the next; the number started. */
+CREATE FUNCTION treeshap._citus_shard_pool(workers integer, calls text[])
+RETURNS integer
+AS 'MODULE_PATHNAME', 'treeshap_citus_shard_pool'
+LANGUAGE C VOLATILE STRICT;
+
+-- A node's part of a job over a distributed table: its shards (or, in a retry,
+-- one of them), each explain_into of a source shard into its target shard,
+-- with the caller's settings. Where the node runs more than one at once
+-- (`sessions`), a pool of that many background workers draws them one at a
+-- time; else, or where no worker could start, this session runs them one
+-- after another. Returns the rows their jobs explained (the CALL's one
+-- column, as Citus passes it back), so that a job that ends well asks its
+-- nodes nothing more.
 CREATE PROCEDURE treeshap._citus_shards_into(settings text[], sessions integer, model text, version bigint,
                                              sources text[], targets text[], key_column text, filter text,
                                              layout text, batch_size integer, features text[],
@@ -1949,16 +1977,24 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     started timestamptz := pg_catalog.clock_timestamp();
+    n integer := coalesce(array_length(sources, 1), 0);
+    pooled integer := 0;
 BEGIN
     PERFORM treeshap._citus_take_settings(settings, sessions);
-    FOR i IN 1 .. coalesce(array_length(sources, 1), 0) LOOP
-        -- the job's version, as the coordinator saw it: a model replaced since stops the shards
+    IF sessions > 1 AND n > 1 THEN
         PERFORM treeshap._check_version(model, version);
-        CALL treeshap.explain_into(model, sources[i]::regclass, targets[i], key_column => key_column,
-                                   filter => filter, layout => layout, batch_size => batch_size,
-                                   features => features, keep_old_versions => keep_old_versions,
-                                   workers => workers);
-    END LOOP;
+        pooled := treeshap._citus_shard_pool(least(sessions, n), ARRAY(
+            SELECT format('CALL treeshap._citus_one_shard_into(%L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
+                          model, version, u.source, u.target, key_column, filter, layout, batch_size,
+                          features, keep_old_versions, workers)
+              FROM unnest(sources, targets) WITH ORDINALITY u(source, target, i) ORDER BY u.i));
+    END IF;
+    IF pooled = 0 THEN
+        FOR i IN 1 .. n LOOP
+            CALL treeshap._citus_one_shard_into(model, version, sources[i], targets[i], key_column, filter,
+                                                layout, batch_size, features, keep_old_versions, workers);
+        END LOOP;
+    END IF;
     PERFORM treeshap._check_version(model, version);
     rows_done := (SELECT coalesce(sum(j.rows_done), 0) FROM treeshap.job_store j
                    WHERE j.target_oid = ANY (targets::regclass[]) AND j.started_at >= started);
@@ -1984,17 +2020,14 @@ AS $$
      ORDER BY s.shardid;
 $$;
 
--- The sessions of a job over a distributed table: on each node as many as its
--- cores (`node_cores`, from _citus_check_workers; a node it did not ask, such as
--- a coordinator holding shards, counts this server's), at most `per_node` and at
--- most its shards, each given every so-many-th of the node's shards in shard
--- order (hash shards hold about equal rows). One connection a session, not a
--- shard: Citus completes the connections one after another (about 5 ms each on
--- a 16-core host), and each session's first call costs its node's core time.
--- With `subset`, those shards alone; with node_cores NULL, a session a
--- shard (run at most `per_node` a node at once). Returns each session's node,
--- its shards (the first names it), their source and target shards, and the
--- sessions its node runs at once.
+-- The sessions of a job over a distributed table: one a node, holding all its
+-- shards, which it runs with as many at once as the node has cores
+-- (`node_cores`, from _citus_check_workers; a node it did not ask, such as a
+-- coordinator holding shards, counts this server's), at most `per_node` and
+-- at most its shards (_citus_shards_into's pool). With `subset`, those shards
+-- alone; with node_cores NULL, a session a shard (run at most `per_node` a
+-- node at once). Returns each session's node, its shards (the first names
+-- it), their source and target shards, and the shards its node runs at once.
 CREATE FUNCTION treeshap._citus_sessions(source regclass, target regclass, node_cores jsonb, per_node integer,
                                          subset bigint[] DEFAULT NULL)
 RETURNS TABLE (node text, port integer, shards bigint[], sources text[], targets text[], on_node integer)
@@ -2003,19 +2036,19 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     WITH p AS (
         SELECT q.*, count(*) OVER (PARTITION BY q.node, q.port) AS node_shards,
-               row_number() OVER (PARTITION BY q.node, q.port ORDER BY q.shard) - 1 AS k
+               row_number() OVER (PARTITION BY q.node, q.port ORDER BY q.shard) AS k
           FROM treeshap._citus_shard_pairs(source, target) q
          WHERE subset IS NULL OR q.shard = ANY (subset)),
     s AS (
-        SELECT p.*, CASE WHEN node_cores IS NULL THEN p.node_shards
-                         ELSE least(greatest(per_node, 1), p.node_shards,
-                                    greatest(coalesce((node_cores ->> (p.node || ':' || p.port))::integer,
-                                                      treeshap._cpu_threads_shared(1)), 1)) END AS sessions
+        SELECT p.*, least(greatest(per_node, 1), p.node_shards,
+                          CASE WHEN node_cores IS NULL THEN p.node_shards
+                               ELSE greatest(coalesce((node_cores ->> (p.node || ':' || p.port))::integer,
+                                                      treeshap._cpu_threads_shared(1)), 1) END) AS at_once
           FROM p)
     SELECT s.node, s.port, array_agg(s.shard ORDER BY s.shard), array_agg(s.source_shard ORDER BY s.shard),
-           array_agg(s.target_shard ORDER BY s.shard), least(min(s.sessions), greatest(per_node, 1))::integer
+           array_agg(s.target_shard ORDER BY s.shard), min(s.at_once)::integer
       FROM s
-     GROUP BY s.node, s.port, s.k % s.sessions
+     GROUP BY s.node, s.port, CASE WHEN node_cores IS NULL THEN s.k ELSE 0 END
      ORDER BY min(s.shard);
 $$;
 
@@ -2090,9 +2123,10 @@ $$;
 
 -- explain_into over a table distributed by Citus: each shard of the source is
 -- explained on the node that holds it, into the co-located shard of the target,
--- with the caller's settings, by as many sessions a node as it has cores (at
--- most citus.max_adaptive_executor_pool_size), each running its share of the
--- node's shards one after another (_citus_sessions). Each shard is a job of its
+-- with the caller's settings, by one session a node whose pool of background
+-- workers, as many as the node has cores (at most
+-- citus.max_adaptive_executor_pool_size), draws the node's shards one at a
+-- time (_citus_sessions, _citus_shards_into). Each shard is a job of its
 -- own on its node, exactly once as every job is: a run that fails on some
 -- shards leaves the others done, and the next run skips what is done. The
 -- job's row here holds the run's state and, at its end, the rows all shards
@@ -2177,9 +2211,9 @@ BEGIN
                                                              node_cores, per_node, NULL, key_column, filter, layout,
                                                              batch_size, features, keep_old_versions,
                                                              coalesce(workers, 0));
-        -- a session stops at its first failing shard: where the nodes are up and the
-        -- model is the job's, its shards not done yet get a session each, so that one
-        -- shard's error leaves the others done
+        -- a node's session (its pool with it) stops at its first failing shard: where
+        -- the nodes are up and the model is the job's, its shards not done yet get a
+        -- session each, so that one shard's error leaves the others done
         IF pass.failed > 0 AND NOT treeshap._citus_worker_down()
            AND EXISTS (SELECT FROM treeshap.model_store m WHERE m.name = _citus_explain_into.model
                                                          AND m.version = _citus_explain_into.version) THEN

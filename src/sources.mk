@@ -23,7 +23,7 @@ TS_SERVICE_SRCS = service/ts_service.c service/ts_service_worker.c service/ts_se
     service/ts_service_request.c service/ts_executor.c service/ts_exec_serve.c service/ts_exec_models.c \
     service/ts_exec_device.c service/ts_exec_segments.c service/ts_exec_sched.c service/ts_exec_planner.c
 TS_BACKEND_SRCS = backend/pg_treeshap.c backend/ts_settings.c backend/ts_alloc_pg.c \
-    backend/ts_catalog.c backend/ts_model_store.c backend/ts_batch.c backend/ts_background.c backend/ts_table_source.c backend/ts_citus.c backend/ts_explain.c backend/ts_run.c backend/ts_emit.c backend/ts_emit_top.c backend/ts_gpu_pg.c \
+    backend/ts_catalog.c backend/ts_model_store.c backend/ts_batch.c backend/ts_background.c backend/ts_table_source.c backend/ts_citus.c backend/ts_citus_pool.c backend/ts_explain.c backend/ts_run.c backend/ts_emit.c backend/ts_emit_top.c backend/ts_gpu_pg.c \
     backend/ts_gpu_info.c backend/ts_gpu_status.c backend/ts_jobs.c backend/ts_job_leader.c backend/ts_bulk_write.c backend/ts_job_worker.c backend/ts_threads.c \
     backend/ts_groups.c
 # what the standalone tools (test/core/ts_cli, bench/ts_bench) link: no PostgreSQL

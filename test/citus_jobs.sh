@@ -187,7 +187,15 @@ EOF
 check "the caller's treeshap.match_columns = position holds on the shards" \
   "SELECT $(same "$(target_rows by_position_out)" "$(wide_of houses_local)")"
 
-# more shards than a node takes connections at once: a session runs several, one after another
+# more shards than a node runs at once: one session a node, whose pool of background
+# workers (as many as its cores, at most citus.max_adaptive_executor_pool_size) draws them
+pool_calls() {  # each worker's calls of the node's part of a job and of its pool, so far
+  on "$port0" -At -c "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(
+    \$\$SELECT coalesce(sum(calls) FILTER (WHERE funcname = '_citus_shards_into'), 0) || ':'
+            || coalesce(sum(calls) FILTER (WHERE funcname = '_citus_shard_pool'), 0)
+       FROM pg_stat_user_functions WHERE schemaname = 'treeshap'\$\$)"
+}
+before=$(pool_calls)
 on "$port0" >/dev/null <<'EOF'
 CREATE TABLE many_shards (LIKE houses_local);
 SELECT create_distributed_table('many_shards', 'id', shard_count => 64);
@@ -195,12 +203,20 @@ INSERT INTO many_shards SELECT * FROM houses_local;
 SET citus.max_adaptive_executor_pool_size = 3;
 CALL treeshap.explain_into('reg', 'many_shards', 'many_shards_out');
 EOF
-check "64 shards, at most 3 sessions a node: every row explained, a single node's values" \
+check "64 shards, at most 3 at once a node: every row explained, a single node's values" \
   "SELECT $(same "$(target_rows many_shards_out)" "$(wide_of houses_local)")"
 most=$(( $(nproc) < 3 ? $(nproc) : 3 ))
-check "a node ran its shards in as many sessions as its cores, at most 3 (worker 1, on one core: 1; the others $most)" \
+check "a node ran its shards in as many processes as its cores, at most 3 (worker 1, on one core: 1; the others $most)" \
   "SELECT string_agg(result, ',' ORDER BY nodeport) = '1,$most,$most' FROM run_command_on_workers(
      \$\$SELECT count(DISTINCT pid) FROM treeshap.job_store WHERE target LIKE 'public.many_shards_out%'\$\$)"
+# one call of the node's part on each node, of its pool on the nodes with more than one
+# core (a session's statistics reach its node when it ends)
+pool=$([ "$most" -gt 1 ] && echo 1 || echo 0)
+want=$(echo "$before" | tr ',' '\n' | awk -F: -v p="$pool" '{ printf "%s%d:%d", (NR > 1 ? "," : ""), $1 + 1, $2 + (NR > 1 ? p : 0) }')
+for _ in $(seq 20); do after=$(pool_calls); [ "$after" = "$want" ] && break; sleep 0.25; done
+if [ "$after" = "$want" ]; then
+  echo "ok   and over one connection a node, with a pool where it has more than one core (calls of the node's part:pool, $before -> $after)"
+else echo "FAIL one connection a node and its pool: calls of the node's part:pool $before -> $after, not $want"; status=1; fi
 
 # a model replaced while the job runs: the job stops (55000), and the next run explains
 # every row under the new version alone

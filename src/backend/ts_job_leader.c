@@ -89,24 +89,27 @@ stop_workers_at_exit(int code, Datum arg)
 	nrunning = 0;
 }
 
-/* The bytes of the segment: the slots, the leader's settings, the run's arguments. */
+Size
+ts_job_shared_size(int nworkers, Size settings)
+{
+	return add_size(add_size(offsetof(TsJobShared, slots), mul_size(nworkers, sizeof(TsJobWorkerSlot))), settings);
+}
+
+/* The bytes of the segment: the head, the slots, the leader's settings, the run's arguments. */
 static Size
 shared_size(FunctionCallInfo fcinfo, int nworkers, Size settings)
 {
-	Size		size = add_size(offsetof(TsJobShared, slots), mul_size(nworkers, sizeof(TsJobWorkerSlot)));
+	Size		size = ts_job_shared_size(nworkers, settings);
 
-	size = add_size(size, settings);
 	for (int a = 0; a < TS_JOB_TEXT_ARGS; a++)
 		if (!PG_ARGISNULL(text_args[a]))
 			size = add_size(size, VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(text_args[a])) + 1);
 	return size;
 }
 
-/* Fill the segment: who the workers act as, the run, the leader's settings. */
-static TsJobShared *
-fill_shared(FunctionCallInfo fcinfo, dsm_segment *seg, int nworkers, Size settings)
+char *
+ts_job_shared_init(TsJobShared *sh, int nworkers, Size settings)
 {
-	TsJobShared *sh = dsm_segment_address(seg);
 	Oid			role = GetCurrentRoleId();
 	char	   *next;
 
@@ -119,18 +122,28 @@ fill_shared(FunctionCallInfo fcinfo, dsm_segment *seg, int nworkers, Size settin
 	sh->leader_pid = MyProcPid;
 	sh->nworkers = nworkers;
 	pg_atomic_init_u32(&sh->stop, 0);
+	pg_atomic_init_u32(&sh->next_call, 0);
 	for (int i = 0; i < nworkers; i++)
 		pg_atomic_init_u32(&sh->slots[i].state, TS_JOB_WORKER_STARTING);
-	sh->job = PG_GETARG_INT64(1);
-	sh->version = PG_GETARG_INT64(9);
-	sh->bulk = PG_GETARG_BOOL(12);
-	sh->range_rows = PG_GETARG_INT32(13);
 	/* the workers share the leader's threads: a CPU-only server's cores bound them all */
 	sh->cpu_threads = Max(1, ts_cpu_threads_now() / nworkers);
 	next = (char *) &sh->slots[nworkers];
 	sh->settings_offset = next - (char *) sh;
 	SerializeGUCState(settings, next);
-	next += settings;
+	return next + settings;
+}
+
+/* Fill the segment: who the workers act as, the run, the leader's settings. */
+static TsJobShared *
+fill_shared(FunctionCallInfo fcinfo, dsm_segment *seg, int nworkers, Size settings)
+{
+	TsJobShared *sh = dsm_segment_address(seg);
+	char	   *next = ts_job_shared_init(sh, nworkers, settings);
+
+	sh->job = PG_GETARG_INT64(1);
+	sh->version = PG_GETARG_INT64(9);
+	sh->bulk = PG_GETARG_BOOL(12);
+	sh->range_rows = PG_GETARG_INT32(13);
 	for (int a = 0; a < TS_JOB_TEXT_ARGS; a++)
 	{
 		text	   *t;
@@ -235,10 +248,46 @@ watch_workers(TsJobShared *sh)
  * that started (0: none could, the caller runs the ranges itself). Only a
  * session that holds an explain_into run's lock starts them.
  */
+int
+ts_job_run_workers(dsm_segment *seg, TsJobShared *sh, int asked)
+{
+	static bool exit_callback_set = false;
+	int			started;
+
+	if (!exit_callback_set)
+	{
+		before_shmem_exit(stop_workers_at_exit, (Datum) 0);
+		exit_callback_set = true;
+	}
+	running_shared = sh;
+	nrunning = 0;
+	PG_TRY();
+	{
+		started = start_workers(seg, asked);
+		if (started < asked)
+			ereport(NOTICE,
+					(errmsg("explain_into runs with %d of %d workers", started, asked),
+					 errdetail("No more background worker slots were free."),
+					 errhint("Raise max_worker_processes, or ask for fewer workers.")));
+		watch_workers(sh);
+	}
+	PG_CATCH();
+	{
+		stop_workers();
+		wait_workers_gone();
+		nrunning = 0;
+		running_shared = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	nrunning = 0;
+	running_shared = NULL;
+	return started;
+}
+
 Datum
 treeshap_job_workers(PG_FUNCTION_ARGS)
 {
-	static bool exit_callback_set = false;
 	int			asked = PG_GETARG_INT32(0);
 	Size		settings;
 	dsm_segment *seg;
@@ -256,36 +305,9 @@ treeshap_job_workers(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("the job, version, bulk, range rows and plan of explain_into's workers must not be null")));
-	if (!exit_callback_set)
-	{
-		before_shmem_exit(stop_workers_at_exit, (Datum) 0);
-		exit_callback_set = true;
-	}
 	settings = EstimateGUCStateSpace();
 	seg = dsm_create(shared_size(fcinfo, asked, settings), 0);
-	running_shared = fill_shared(fcinfo, seg, asked, settings);
-	nrunning = 0;
-	PG_TRY();
-	{
-		started = start_workers(seg, asked);
-		if (started < asked)
-			ereport(NOTICE,
-					(errmsg("explain_into runs with %d of %d workers", started, asked),
-					 errdetail("No more background worker slots were free."),
-					 errhint("Raise max_worker_processes, or ask for fewer workers.")));
-		watch_workers(running_shared);
-	}
-	PG_CATCH();
-	{
-		stop_workers();
-		wait_workers_gone();
-		nrunning = 0;
-		running_shared = NULL;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	nrunning = 0;
-	running_shared = NULL;
+	started = ts_job_run_workers(seg, fill_shared(fcinfo, seg, asked, settings), asked);
 	dsm_detach(seg);
 	PG_RETURN_INT32(started);
 }

@@ -154,9 +154,8 @@ run_statement(TsJobShared *sh, WorkerStatement *st)
 	return result;
 }
 
-/* Whether the leader still runs and wants more ranges. */
-static bool
-leader_wants_more(TsJobShared *sh)
+bool
+ts_job_leader_wants_more(TsJobShared *sh)
 {
 	return pg_atomic_read_u32(&sh->stop) == 0 && BackendPidGetProc(sh->leader_pid) != NULL;
 }
@@ -191,9 +190,8 @@ record_error(TsJobWorkerSlot *slot)
 	pg_atomic_write_u32(&slot->state, TS_JOB_WORKER_FAILED);
 }
 
-/* Connect as the leader's session, with its settings and identity. */
-static void
-become_the_caller(TsJobShared *sh)
+void
+ts_job_become_caller(TsJobShared *sh)
 {
 	char		threads[16];
 
@@ -219,7 +217,29 @@ become_the_caller(TsJobShared *sh)
 	SetUserIdAndSecContext(sh->current_user, 0);
 }
 
-/* Entry point: attach, become the caller, run ranges until none is left. */
+/* Run the run's ranges until none is left to claim or draw, or the leader says stop. */
+static void
+run_ranges(TsJobShared *sh, TsJobWorkerSlot *slot, int index)
+{
+	WorkerStatement range;
+	WorkerStatement draw;
+	WorkerStatement count;
+
+	range_arguments(sh, &range);
+	draw_arguments(sh, &draw);
+	count_arguments(sh, &count);
+	if (index == 0)
+		(void) run_statement(sh, &count);
+	while (ts_job_leader_wants_more(sh))
+	{
+		if (run_statement(sh, &range))
+			slot->ranges++;
+		else if (!run_statement(sh, &draw))
+			break;
+	}
+}
+
+/* Entry point: attach, become the caller, run ranges (or a pool's calls) until none is left. */
 void
 ts_job_worker_main(Datum arg)
 {
@@ -227,9 +247,6 @@ ts_job_worker_main(Datum arg)
 	TsJobShared *sh;
 	TsJobWorkerSlot *slot;
 	int			index;
-	WorkerStatement range;
-	WorkerStatement draw;
-	WorkerStatement count;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -245,19 +262,11 @@ ts_job_worker_main(Datum arg)
 	pg_atomic_write_u32(&slot->state, TS_JOB_WORKER_RUNNING);
 	PG_TRY();
 	{
-		become_the_caller(sh);
-		range_arguments(sh, &range);
-		draw_arguments(sh, &draw);
-		count_arguments(sh, &count);
-		if (index == 0)
-			(void) run_statement(sh, &count);
-		while (leader_wants_more(sh))
-		{
-			if (run_statement(sh, &range))
-				slot->ranges++;
-			else if (!run_statement(sh, &draw))
-				break;
-		}
+		ts_job_become_caller(sh);
+		if (sh->ncalls > 0)
+			ts_citus_pool_work(sh, slot);
+		else
+			run_ranges(sh, slot, index);
 	}
 	PG_CATCH();
 	{
@@ -265,7 +274,7 @@ ts_job_worker_main(Datum arg)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	/* the ranges' commits did not wait for their WAL (become_the_caller) */
+	/* the ranges' commits did not wait for their WAL (ts_job_become_caller) */
 	if (!XLogRecPtrIsInvalid(XactLastCommitEnd))
 		XLogFlush(XactLastCommitEnd);
 	pg_atomic_write_u32(&slot->state, TS_JOB_WORKER_DONE);

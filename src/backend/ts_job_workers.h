@@ -3,12 +3,15 @@
  * with its workers (dynamic background workers) in one DSM segment: who they
  * act as, the run whose ranges they claim (treeshap._job_run_range's
  * arguments), the leader's settings (SerializeGUCState), and one slot per
- * worker for its state and error. Also the job lock's test (ts_jobs.c).
+ * worker for its state and error. The same workers also run a node's shards
+ * of a job over a Citus table, as a pool that draws one shard's call at a
+ * time (ts_citus_pool.c). Also the job lock's test (ts_jobs.c).
  */
 #ifndef TS_JOB_WORKERS_H
 #define TS_JOB_WORKERS_H
 
 #include "port/atomics.h"
+#include "storage/dsm.h"
 
 /* At most this many workers for one run. */
 #define TS_JOB_MAX_WORKERS 64
@@ -53,6 +56,9 @@ typedef struct TsJobShared
 	int			leader_pid;
 	int			nworkers;
 	pg_atomic_uint32 stop;		/* set by the leader: end after the current range */
+	int			ncalls;			/* a pool's calls (0: a run's ranges) */
+	pg_atomic_uint32 next_call;	/* the next call a worker of the pool draws */
+	Size		calls_offset;	/* the calls: NUL-terminated texts one after another */
 	int64		job;
 	int64		version;
 	bool		bulk;
@@ -66,5 +72,23 @@ typedef struct TsJobShared
 
 /* Whether this session holds an explain_into run's lock (ts_jobs.c). */
 extern bool ts_job_lock_held(void);
+
+/* The bytes of a segment's head, its nworkers slots and settings bytes of the leader's settings (ts_job_leader.c). */
+extern Size ts_job_shared_size(int nworkers, Size settings);
+
+/* Fill a segment's head: who the workers act as, their slots, the leader's settings; where the rest may go (ts_job_leader.c). */
+extern char *ts_job_shared_init(TsJobShared *sh, int nworkers, Size settings);
+
+/* Start up to asked workers on a filled segment and watch them to the end; the number started (ts_job_leader.c). */
+extern int	ts_job_run_workers(dsm_segment *seg, TsJobShared *sh, int asked);
+
+/* Connect a worker as the leader's session, with its settings and identity (ts_job_worker.c). */
+extern void ts_job_become_caller(TsJobShared *sh);
+
+/* Whether a worker's leader still runs and wants more work (ts_job_worker.c). */
+extern bool ts_job_leader_wants_more(TsJobShared *sh);
+
+/* A worker of a pool: draw the pool's calls and run each until none is left (ts_citus_pool.c). */
+extern void ts_citus_pool_work(TsJobShared *sh, TsJobWorkerSlot *slot);
 
 #endif							/* TS_JOB_WORKERS_H */

@@ -77,6 +77,16 @@
 #define ts_has_virtual_columns(desc) false
 #endif
 
+/*
+ * Run a portal to its end as a top-level statement: 18 dropped PortalRun's
+ * run_once (a portal runs once). Include tcop/pquery.h first.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ts_portal_run(portal, dest, qc) PortalRun((portal), FETCH_ALL, true, (dest), (dest), (qc))
+#else
+#define ts_portal_run(portal, dest, qc) PortalRun((portal), FETCH_ALL, true, true, (dest), (dest), (qc))
+#endif
+
 /* A minimal tuple: 18 asks for the bytes to reserve in front of it (none here). */
 #if PG_VERSION_NUM >= 180000
 #define ts_form_minimal_tuple(desc, values, nulls) heap_form_minimal_tuple((desc), (values), (nulls), 0)
