@@ -1954,20 +1954,21 @@ END
 $$;
 
 /* Up to `workers` background workers acting as the caller run the calls (each a
-   CALL of _citus_one_shard_into), each drawing the next; the number started. */
-CREATE FUNCTION treeshap._citus_shard_pool(workers integer, calls text[])
-RETURNS integer
+   CALL of _citus_one_shard_into), each drawing the next; `started`, the number
+   started (0: the caller runs them). It commits first: the caller holds no
+   snapshot and no lock while they run. */
+CREATE PROCEDURE treeshap._citus_shard_pool(workers integer, calls text[], INOUT started integer DEFAULT 0)
 AS 'MODULE_PATHNAME', 'treeshap_citus_shard_pool'
-LANGUAGE C VOLATILE STRICT;
+LANGUAGE C;
 
 -- A node's part of a job over a distributed table: its shards (or, in a retry,
 -- one of them), each explain_into of a source shard into its target shard,
 -- with the caller's settings. Where the node runs more than one at once
--- (`sessions`), a pool of that many background workers draws them one at a
--- time; else, or where no worker could start, this session runs them one
--- after another. Returns the rows their jobs explained (the CALL's one
--- column, as Citus passes it back), so that a job that ends well asks its
--- nodes nothing more.
+-- (`sessions`), a pool of that many background workers (at most half the
+-- node's max_worker_processes) draws them one at a time; else, or where no
+-- worker could start, this session runs them one after another. Returns the
+-- rows their jobs explained (the CALL's one column, as Citus passes it back),
+-- so that a job that ends well asks its nodes nothing more.
 CREATE PROCEDURE treeshap._citus_shards_into(settings text[], sessions integer, model text, version bigint,
                                              sources text[], targets text[], key_column text, filter text,
                                              layout text, batch_size integer, features text[],
@@ -1978,16 +1979,25 @@ AS $$
 DECLARE
     started timestamptz := pg_catalog.clock_timestamp();
     n integer := coalesce(array_length(sources, 1), 0);
+    pool integer := CASE WHEN n > 1 THEN least(sessions, n, greatest(pg_catalog.current_setting('max_worker_processes')::integer / 2, 1))
+                         ELSE 0 END;
+    calls text[];
     pooled integer := 0;
 BEGIN
-    PERFORM treeshap._citus_take_settings(settings, sessions);
-    IF sessions > 1 AND n > 1 THEN
+    PERFORM treeshap._citus_take_settings(settings, CASE WHEN pool > 1 THEN pool ELSE sessions END);
+    IF pool > 1 THEN
         PERFORM treeshap._check_version(model, version);
-        pooled := treeshap._citus_shard_pool(least(sessions, n), ARRAY(
+        calls := ARRAY(
             SELECT format('CALL treeshap._citus_one_shard_into(%L, %s, %L, %L, %L, %L, %L, %s, %L, %L, %s)',
                           model, version, u.source, u.target, key_column, filter, layout, batch_size,
                           features, keep_old_versions, workers)
-              FROM unnest(sources, targets) WITH ORDINALITY u(source, target, i) ORDER BY u.i));
+              FROM unnest(sources, targets) WITH ORDINALITY u(source, target, i) ORDER BY u.i);
+        CALL treeshap._citus_shard_pool(pool, calls, pooled);
+        IF pooled = 0 THEN
+            -- none could start: this session runs them all, with the node's cores
+            RESET treeshap.cpu_threads;
+            PERFORM treeshap._citus_take_settings(settings, 1);
+        END IF;
     END IF;
     IF pooled = 0 THEN
         FOR i IN 1 .. n LOOP
@@ -2240,6 +2250,11 @@ BEGIN
         GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
                                 err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
     END;
+    -- an error or a cancel: Citus closes the nodes' connections, and cancels what runs on
+    -- them, when the transaction ends (not when the block above gave it up)
+    IF err_state IS NOT NULL THEN
+        COMMIT;
+    END IF;
     -- a run that did not end well: the rows and shards its shards' jobs finished, asked of
     -- their nodes, whatever ended it (a cancel included)
     IF err_state IS NOT NULL OR failed > 0 OR done_rows IS NULL THEN

@@ -107,10 +107,52 @@ on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'many_out', batch
 check "run again, it ends with every row explained once: a single node's values, bit for bit" \
   "SELECT $(same "$(target_rows many_out)" "$(wide_of many_local)")"
 
+# a cancel of the job: it ends within the second, then every node's pool within the
+# second, and the job run again explains every row once
+on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'cancel_out', batch_size => 100)" >"$base/cancel.log" 2>&1 &
+job_pid=$!
+for _ in $(seq 100); do  # until the workers have written rows
+  n=$(on "$worker2" -At -c "SELECT coalesce(sum(rows_done), 0) FROM treeshap.job_store WHERE state = 'running'" 2>/dev/null)
+  [ "${n:-0}" -gt 0 ] && break
+  sleep 0.1
+done
+# while its pool runs, worker 2's session of the job holds no snapshot and no lock (it
+# would hold back vacuum, and stall a statement that queues for one of its locks)
+if [ "$(nproc)" -gt 1 ]; then
+  held=$(on "$worker2" -At -c "SELECT count(*) FILTER (WHERE a.backend_xmin IS NOT NULL OR EXISTS (
+                                   SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'relation')) || ' of ' || count(*)
+                                 FROM pg_stat_activity a WHERE a.query LIKE 'CALL treeshap._citus_shards_into(%'")
+  if [ "$held" = "0 of 1" ]; then echo "ok   while its pool runs, a node's session of the job holds no snapshot and no lock"
+  else echo "FAIL a node's session of the job while its pool runs: $held hold a snapshot or a lock"; status=1; fi
+fi
+t0=$(date +%s%N)
+on "$port0" -At -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+                     WHERE query LIKE 'CALL treeshap.explain_into(''reg'', ''many_dist'', ''cancel_out''%'" >/dev/null
+wait $job_pid
+t1=$(date +%s%N)
+left=""
+for _ in $(seq 20); do  # what runs the job on the nodes, until none is left (at most 2 s)
+  left=$(on "$port0" -At -c "SELECT sum(result::int) FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_stat_activity
+           WHERE pid <> pg_backend_pid() AND (backend_type = 'pg_treeshap job worker' OR query LIKE 'CALL treeshap._citus%')\$\$)")
+  [ "$left" = 0 ] && break
+  sleep 0.1
+done
+t2=$(date +%s%N)
+ended=$(( (t1 - t0) / 1000000 )) gone=$(( (t2 - t1) / 1000000 ))
+if grep -q "ERROR:  canceling statement due to user request" "$base/cancel.log" && [ "$ended" -le 1000 ] && [ "$left" = 0 ] && [ "$gone" -le 1000 ]
+then echo "ok   a cancel of the job ends it (57014, $ended ms after), and every node's pool ($gone ms after that)"
+else echo "FAIL a cancel of the job: ended $ended ms after, nodes' job processes left $left $gone ms later: $(cat "$base/cancel.log")"; status=1; fi
+on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'cancel_out', batch_size => 100)" >/dev/null
+check "run again, it ends with every row explained once: a single node's values, bit for bit" \
+  "SELECT $(same "$(target_rows cancel_out)" "$(wide_of many_local)")"
+
 # one shard's lasting error (its last row breaks a check of the target, after its other rows
 # were written a row a batch): its session stops there, the session's other shards get a
 # session each, and every other shard is done
-bad=$(on "$port0" -At -c "SELECT max(id) FROM houses_dist")
+# (a shard of worker 2, whose pool runs it where the machine has more than one core)
+bad=$(on "$port0" -At -c "SELECT max(h.id) FROM houses_dist h
+                            WHERE get_shard_id_for_distribution_column('houses_dist', h.id)
+                                  IN (SELECT shardid FROM pg_dist_shard_placement WHERE nodeport = $worker2)")
 on "$port0" >/dev/null <<EOF
 CREATE TABLE one_bad (LIKE houses_out INCLUDING ALL);
 ALTER TABLE one_bad ADD CONSTRAINT not_bad CHECK (row_key <> $bad);

@@ -10,11 +10,14 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/parser.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "storage/dsm.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
@@ -97,7 +100,6 @@ static void
 run_call(TsJobShared *sh, const char *sql)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "pg_treeshap pool call", ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old;
 	List	   *plans;
 	Portal		portal;
 	DestReceiver *dest = CreateDestReceiver(DestNone);
@@ -107,7 +109,7 @@ run_call(TsJobShared *sh, const char *sql)
 	StartTransactionCommand();
 	SetUserIdAndSecContext(sh->current_user, sh->sec_context);
 	pgstat_report_activity(STATE_RUNNING, sql);
-	old = MemoryContextSwitchTo(cxt);
+	MemoryContextSwitchTo(cxt);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	plans = pg_plan_queries(pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, pg_parse_query(sql)),
 															   sql, NULL, 0, NULL),
@@ -120,7 +122,8 @@ run_call(TsJobShared *sh, const char *sql)
 	InitializeQueryCompletion(&qc);
 	(void) ts_portal_run(portal, dest, &qc);
 	PortalDrop(portal, false);
-	MemoryContextSwitchTo(old);
+	/* (the transaction that began the call, and its contexts, ended at its first commit) */
+	MemoryContextSwitchTo(TopTransactionContext);
 	SetUserIdAndSecContext(sh->current_user, 0);
 	CommitTransactionCommand();
 	MemoryContextDelete(cxt);
@@ -141,38 +144,26 @@ ts_citus_pool_work(TsJobShared *sh, TsJobWorkerSlot *slot)
 	}
 }
 
-/*
- * treeshap._citus_shard_pool(workers int, calls text[]) returns int: up to
- * `workers` background workers acting as the caller run the calls (each one
- * CALL of treeshap._citus_one_shard_into), each drawing the next until none
- * is left; the number that started (0: none could, and none ran, so the
- * caller runs them itself). A worker's ERROR stops the others and is raised
- * here, as a cancel here stops them (ts_job_run_workers).
- */
-Datum
-treeshap_citus_shard_pool(PG_FUNCTION_ARGS)
+/* The most workers one pool takes: the cores, and half of the server's background worker slots. */
+static int
+pool_cap(void)
 {
-	int			asked = PG_GETARG_INT32(0);
-	int			ncalls;
-	char	  **calls = pool_calls(PG_GETARG_ARRAYTYPE_P(1), &ncalls);
+	return (int) Max(1, Min(Min(ts_usable_cores(), max_worker_processes / 2), TS_JOB_MAX_WORKERS));
+}
+
+/* A segment holding the pool's calls, for asked workers acting as this session. */
+static TsJobShared *
+fill_pool(dsm_segment **seg, int asked, char **calls, int ncalls)
+{
 	Size		settings = EstimateGUCStateSpace();
-	Size		size;
-	dsm_segment *seg;
+	Size		size = ts_job_shared_size(asked, settings);
 	TsJobShared *sh;
 	char	   *next;
-	int			started;
 
-	if (asked < 1 || asked > TS_JOB_MAX_WORKERS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("workers must be between 1 and %d, not %d", TS_JOB_MAX_WORKERS, asked)));
-	if (ncalls == 0)
-		PG_RETURN_INT32(0);
-	size = ts_job_shared_size(asked, settings);
 	for (int i = 0; i < ncalls; i++)
 		size = add_size(size, strlen(calls[i]) + 1);
-	seg = dsm_create(size, 0);
-	sh = dsm_segment_address(seg);
+	*seg = dsm_create(size, 0);
+	sh = dsm_segment_address(*seg);
 	next = ts_job_shared_init(sh, asked, settings);
 	/* each worker runs its shard as this session would, with its share of the cores */
 	sh->cpu_threads = ts_cpu_threads_now();
@@ -180,6 +171,68 @@ treeshap_citus_shard_pool(PG_FUNCTION_ARGS)
 	sh->calls_offset = next - (char *) sh;
 	for (int i = 0; i < ncalls; i++)
 		next += strlcpy(next, calls[i], strlen(calls[i]) + 1) + 1;
+	return sh;
+}
+
+/* The procedure's one output, `started`, as the record CALL expects. */
+static Datum
+pool_result(FunctionCallInfo fcinfo, int started)
+{
+	TupleDesc	desc;
+	Datum		value = Int32GetDatum(started);
+	bool		isnull = false;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "treeshap._citus_shard_pool must return a record");
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), &value, &isnull));
+}
+
+/*
+ * CALL treeshap._citus_shard_pool(workers int, calls text[], INOUT started
+ * int): up to `workers` background workers acting as the caller (at most
+ * pool_cap()) run the calls, each one CALL of treeshap._citus_one_shard_into,
+ * each drawing the next until none is left; `started`, the number that
+ * started (0: none could, and none ran, so the caller runs them itself).
+ * Called as a procedure, it first commits, so that the node's session holds
+ * no snapshot and no lock while its shards run. A worker's ERROR is raised
+ * here once the others have ended their shards; a cancel here stops them.
+ */
+Datum
+treeshap_citus_shard_pool(PG_FUNCTION_ARGS)
+{
+	bool		nonatomic = fcinfo->context != NULL && IsA(fcinfo->context, CallContext) &&
+		!castNode(CallContext, fcinfo->context)->atomic;
+	int			asked;
+	int			ncalls;
+	char	  **calls;
+	dsm_segment *seg;
+	TsJobShared *sh;
+	int			started;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a shard pool's workers and calls must not be null")));
+	asked = PG_GETARG_INT32(0);
+	if (asked < 1 || asked > TS_JOB_MAX_WORKERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("workers must be between 1 and %d, not %d", TS_JOB_MAX_WORKERS, asked)));
+	/* its workers' calls commit: not where this session could not */
+	if (InSecurityRestrictedOperation() || InLocalUserIdChange())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+				 errmsg("a shard pool cannot run inside a security-restricted operation or a SECURITY DEFINER function")));
+	calls = pool_calls(PG_GETARG_ARRAYTYPE_P(1), &ncalls);
+	if (ncalls == 0)
+		PG_RETURN_DATUM(pool_result(fcinfo, 0));
+	asked = Min(asked, pool_cap());
+	if (nonatomic)
+	{
+		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		SPI_commit();
+	}
+	sh = fill_pool(&seg, asked, calls, ncalls);
 	started = ts_job_run_workers(seg, sh, asked);
 	if (started > 0 && pg_atomic_read_u32(&sh->next_call) < (uint32) ncalls)
 		ereport(ERROR,
@@ -187,5 +240,7 @@ treeshap_citus_shard_pool(PG_FUNCTION_ARGS)
 				 errmsg("the workers of a shard pool ended before they drew every shard"),
 				 errdetail("%u of %d shards were drawn.", pg_atomic_read_u32(&sh->next_call), ncalls)));
 	dsm_detach(seg);
-	PG_RETURN_INT32(started);
+	if (nonatomic)
+		SPI_finish();
+	PG_RETURN_DATUM(pool_result(fcinfo, started));
 }

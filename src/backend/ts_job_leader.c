@@ -7,7 +7,9 @@
  * stops the others; a cancel, statement_timeout or terminate of the leader
  * stops them too (within the second: they are sent SIGTERM and honour it
  * like any backend). When fewer workers start than asked, the run goes on
- * with those it got and says so.
+ * with those it got and says so. The same start and watch serve a node's
+ * pool of shard calls under Citus (ts_citus_pool.c), whose workers, when one
+ * fails, end the shard they run before the error is raised.
  */
 #include "postgres.h"
 
@@ -202,7 +204,7 @@ raise_worker_error(TsJobShared *sh, int i)
 		ereport(ERROR,
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
 				 errmsg("explain_into worker %d ended before the run finished", i),
-				 errdetail("It was terminated or crashed; the ranges it had not committed are left for the next run."),
+				 errdetail("It was terminated or crashed; what it had not committed is left for the next run."),
 				 errhint("Run explain_into again: it explains the rest.")));
 	ereport(ERROR,
 			(errcode(slot->sqlerrcode),
@@ -212,10 +214,17 @@ raise_worker_error(TsJobShared *sh, int i)
 			 errcontext("explain_into worker %d", i)));
 }
 
-/* Wait until every worker has ended; raise the first failure among them. */
+/*
+ * Wait until every worker has ended; raise the first failure among them. A
+ * run's other workers are stopped at once (ts_job_run_workers); a pool's end
+ * the shard they run first, so that its shards' jobs are not left half-done
+ * and still locked when the job runs them again.
+ */
 static void
 watch_workers(TsJobShared *sh)
 {
+	int			failed = -1;
+
 	for (;;)
 	{
 		bool		alive = false;
@@ -228,11 +237,21 @@ watch_workers(TsJobShared *sh)
 
 			if (GetBackgroundWorkerPid(running[i], &pid) != BGWH_STOPPED)
 				alive = true;
-			else if (state == TS_JOB_WORKER_RUNNING || state == TS_JOB_WORKER_FAILED)
-				raise_worker_error(sh, i);	/* one never forked (STARTING) left its ranges to the others */
+			else if (failed < 0 && (state == TS_JOB_WORKER_RUNNING || state == TS_JOB_WORKER_FAILED))
+			{
+				/* one never forked (STARTING) left its work to the others */
+				if (sh->ncalls == 0)
+					raise_worker_error(sh, i);
+				failed = i;
+				pg_atomic_write_u32(&sh->stop, 1);
+			}
 		}
 		if (!alive)
+		{
+			if (failed >= 0)
+				raise_worker_error(sh, failed);
 			return;
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -240,13 +259,10 @@ watch_workers(TsJobShared *sh)
 }
 
 /*
- * treeshap._job_workers(workers, job, model, layout, source, key, columns,
- * filter, target, version, key_type, key_collation, bulk, range_rows, plan)
- * returns int: up to `workers` background workers run treeshap._job_run_range
- * with these arguments, one range per transaction, and treeshap._job_draw when
- * no range is left to claim, until none is left to draw; the number
- * that started (0: none could, the caller runs the ranges itself). Only a
- * session that holds an explain_into run's lock starts them.
+ * Start up to asked workers on a filled segment and watch them to the end
+ * (asked at most TS_JOB_MAX_WORKERS); the number that started. A worker's
+ * ERROR is raised here, and an error or a cancel here stops every worker
+ * (within the second: they are sent SIGTERM and honour it like any backend).
  */
 int
 ts_job_run_workers(dsm_segment *seg, TsJobShared *sh, int asked)
@@ -285,6 +301,15 @@ ts_job_run_workers(dsm_segment *seg, TsJobShared *sh, int asked)
 	return started;
 }
 
+/*
+ * treeshap._job_workers(workers, job, model, layout, source, key, columns,
+ * filter, target, version, key_type, key_collation, bulk, range_rows, plan)
+ * returns int: up to `workers` background workers run treeshap._job_run_range
+ * with these arguments, one range per transaction, and treeshap._job_draw when
+ * no range is left to claim, until none is left to draw; the number
+ * that started (0: none could, the caller runs the ranges itself). Only a
+ * session that holds an explain_into run's lock starts them.
+ */
 Datum
 treeshap_job_workers(PG_FUNCTION_ARGS)
 {

@@ -7,7 +7,8 @@
  * it runs treeshap._job_run_range with the run's arguments, one transaction
  * per range, and treeshap._job_draw (a transaction of its own) when no range
  * is left to claim, until none is left to draw, the leader says stop, or the
- * leader is gone.
+ * leader is gone. A worker of a pool runs the pool's calls instead
+ * (ts_citus_pool.c).
  */
 #include "postgres.h"
 
