@@ -1984,7 +1984,8 @@ DECLARE
     calls text[];
     pooled integer := 0;
 BEGIN
-    PERFORM treeshap._citus_take_settings(settings, CASE WHEN pool > 1 THEN pool ELSE sessions END);
+    -- (the cores shared by the pool's workers, or by the node's sessions of a retry)
+    PERFORM treeshap._citus_take_settings(settings, CASE WHEN pool > 1 THEN pool WHEN n > 1 THEN 1 ELSE sessions END);
     IF pool > 1 THEN
         PERFORM treeshap._check_version(model, version);
         calls := ARRAY(

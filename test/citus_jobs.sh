@@ -91,16 +91,22 @@ INSERT INTO many_dist SELECT * FROM many_local;
 EOF
 # start_job TARGET LOG [BATCH]: explain_into of many_dist into TARGET in batches of BATCH
 # rows (100) in the background, verbose, its output in LOG and its pid in job_pid; back
-# once worker 2 has written rows
+# once worker 2 has written rows of it (a FAIL line if not within 10 s)
 start_job() {
+  local n=0
   on "$port0" -c '\set VERBOSITY verbose' \
     -c "CALL treeshap.explain_into('reg', 'many_dist', '$1', batch_size => ${3:-100})" >"$2" 2>&1 &
   job_pid=$!
   for _ in $(seq 100); do
-    n=$(on "$worker2" -At -c "SELECT coalesce(sum(rows_done), 0) FROM treeshap.job_store WHERE state = 'running'" 2>/dev/null)
+    n=$(on "$worker2" -At -c "SELECT coalesce(sum(rows_done), 0) FROM treeshap.job_store
+                               WHERE state = 'running' AND target LIKE 'public.$1%'" 2>/dev/null)
     [ "${n:-0}" -gt 0 ] && break
     sleep 0.1
   done
+  [ "${n:-0}" -gt 0 ] || { echo "FAIL the job into $1 wrote nothing on worker 2 within 10 s"; status=1; }
+}
+pool_workers() {  # the pool workers now running on worker 2
+  on "$worker2" -At -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_treeshap job worker'"
 }
 start_job many_out "$base/killed_job.log"
 as_owner "$PGBIN/pg_ctl" -D "$base/worker2" -m immediate stop >/dev/null
@@ -120,11 +126,13 @@ start_job cancel_out "$base/cancel.log"
 # while its pool runs, worker 2's session of the job holds no snapshot and no lock (it
 # would hold back vacuum, and stall a statement that queues for one of its locks)
 if [ "$(nproc)" -gt 1 ]; then
+  workers_then=$(pool_workers)
   held=$(on "$worker2" -At -c "SELECT count(*) FILTER (WHERE a.backend_xmin IS NOT NULL OR EXISTS (
                                    SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'relation')) || ' of ' || count(*)
                                  FROM pg_stat_activity a WHERE a.query LIKE 'CALL treeshap._citus_shards_into(%'")
-  if [ "$held" = "0 of 1" ]; then echo "ok   while its pool runs, a node's session of the job holds no snapshot and no lock"
-  else echo "FAIL a node's session of the job while its pool runs: $held hold a snapshot or a lock"; status=1; fi
+  if [ "$held" = "0 of 1" ] && [ "$workers_then" -gt 0 ]; then
+    echo "ok   while its pool runs ($workers_then workers), a node's session of the job holds no snapshot and no lock"
+  else echo "FAIL a node's session of the job while its pool runs ($workers_then workers): $held hold a snapshot or a lock"; status=1; fi
 fi
 t0=$(date +%s%N)
 on "$port0" -At -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
@@ -269,6 +277,12 @@ on "$port0" -c "SELECT 1 FROM treeshap.load_model('reg', treeshap.model_bytes('r
 wait $job_pid
 if grep -q "ERROR:  55000: model \"reg\" was replaced" "$base/replaced.log"; then echo "ok   a model replaced during the job stops it (55000)"
 else echo "FAIL a model replaced during the job: $(cat "$base/replaced.log")"; status=1; fi
+check "and worker 2 stopped before it finished its shards" \
+  "SELECT (SELECT result::int FROM run_command_on_workers(\$\$SELECT count(*) FROM treeshap.job_store
+                                                          WHERE target LIKE 'public.replaced_out%' AND state = 'done'\$\$)
+            WHERE nodeport = $worker2)
+          < (SELECT count(*) FROM pg_dist_shard_placement p JOIN pg_dist_shard d USING (shardid)
+              WHERE d.logicalrelid = 'many_dist'::regclass AND p.nodeport = $worker2)"
 on "$port0" -c "CALL treeshap.explain_into('reg', 'many_dist', 'replaced_out')" >/dev/null
 check "run again, the target holds every row under the new version alone" \
   "SELECT $(same "$(target_rows replaced_out)" "$(wide_of many_local)")

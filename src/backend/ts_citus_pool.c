@@ -200,8 +200,9 @@ pool_result(FunctionCallInfo fcinfo, int started)
 Datum
 treeshap_citus_shard_pool(PG_FUNCTION_ARGS)
 {
+	/* (inside an exception block of its caller it cannot commit, and holds on instead) */
 	bool		nonatomic = fcinfo->context != NULL && IsA(fcinfo->context, CallContext) &&
-		!castNode(CallContext, fcinfo->context)->atomic;
+		!castNode(CallContext, fcinfo->context)->atomic && !IsSubTransaction();
 	int			asked;
 	int			ncalls;
 	char	  **calls;
@@ -233,6 +234,8 @@ treeshap_citus_shard_pool(PG_FUNCTION_ARGS)
 		SPI_commit();
 	}
 	sh = fill_pool(&seg, asked, calls, ncalls);
+	/* (filling it may have read the catalog: no snapshot of it kept while the pool runs) */
+	InvalidateCatalogSnapshot();
 	started = ts_job_run_workers(seg, sh, asked);
 	if (started > 0 && pg_atomic_read_u32(&sh->next_call) < (uint32) ncalls)
 		ereport(ERROR,

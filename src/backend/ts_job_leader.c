@@ -38,6 +38,9 @@ PG_FUNCTION_INFO_V1(treeshap_job_workers_wanted);
 /* How long a stopping leader waits for its workers to end. */
 #define TS_JOB_STOP_WAIT_MS 1000
 
+/* How long a pool's other workers may take to end their shards after one failed. */
+#define TS_POOL_DRAIN_MS 60000
+
 /* treeshap._job_workers' arguments that travel as text: model, layout, source, key, columns, filter, target, key type, key collation, plan. */
 static const int text_args[TS_JOB_TEXT_ARGS] = {2, 3, 4, 5, 6, 7, 8, 10, 11, 14};
 
@@ -224,6 +227,7 @@ static void
 watch_workers(TsJobShared *sh)
 {
 	int			failed = -1;
+	int			draining_ms = 0;
 
 	for (;;)
 	{
@@ -252,6 +256,9 @@ watch_workers(TsJobShared *sh)
 				raise_worker_error(sh, failed);
 			return;
 		}
+		/* a shard that does not end in time is stopped where it is */
+		if (failed >= 0 && (draining_ms += 100) > TS_POOL_DRAIN_MS)
+			raise_worker_error(sh, failed);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

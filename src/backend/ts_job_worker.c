@@ -272,6 +272,9 @@ ts_job_worker_main(Datum arg)
 	PG_CATCH();
 	{
 		record_error(slot);
+		/* a pool's other workers end the shard they run, and draw no more */
+		if (sh->ncalls > 0)
+			pg_atomic_write_u32(&sh->stop, 1);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
