@@ -53,6 +53,12 @@ check_error "a key other than the distribution column is refused" "$port0" postg
   "CALL treeshap.explain_into('reg', 'houses_dist', 'out_key', key_column => 'HouseAge')"
 check_error "following a distributed table is refused" "$port0" postgres 0A000 \
   "CALL treeshap.explain_into('reg', 'houses_dist', 'out_follow', follow => true)"
+# a node's pool runs only shards' calls, whoever asks
+for call in "SELECT 1" "CALL treeshap._citus_one_shard_into('reg', 1, 'a', 'b', 'id', NULL, 'wide', 10, NULL, true, 0); DROP TABLE houses_local" \
+            "CALL public._citus_one_shard_into()" "CALL _citus_one_shard_into('reg')"; do
+  check_error "a shard pool refuses another statement ($call)" "$port0" postgres 22023 \
+    "CALL treeshap._citus_shard_pool(2, ARRAY[\$c\$$call\$c\$])"
+done
 shard=$(on "$port0" -At -c "SELECT shard_name('treeshap.model_store'::regclass, shardid) FROM pg_dist_shard
                              WHERE logicalrelid = 'treeshap.model_store'::regclass")
 on "$worker2" -c "SET citus.enable_manual_changes_to_shards = on" -c "DELETE FROM $shard WHERE name = 'reg'" >/dev/null
