@@ -55,7 +55,7 @@ typedef struct TsJobShared
 	int			sec_context;
 	int			leader_pid;
 	int			nworkers;
-	pg_atomic_uint32 stop;		/* set by the leader: end after the current range */
+	pg_atomic_uint32 stop;		/* set by the leader (or a pool's failing worker): end after this range or call */
 	int			ncalls;			/* a pool's calls (0: a run's ranges) */
 	pg_atomic_uint32 next_call;	/* the next call a worker of the pool draws */
 	Size		calls_offset;	/* the calls: NUL-terminated texts one after another */
