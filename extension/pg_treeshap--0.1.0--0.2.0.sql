@@ -777,6 +777,21 @@ AS $$
                 ELSE format('FROM %s s WHERE s.%s IS NOT NULL AND (%s)', source, key, coalesce(filter, 'true')) END;
 $$;
 
+/* The rows a run in one session reads, as a FROM clause: the source's rows
+   after last_key (from the first where NULL) that the filter keeps, and where
+   pending, only those the target lacks under this version. */
+CREATE FUNCTION treeshap._batch_rows(source text, key text, filter text, target text, version bigint,
+                                     pending boolean, last_key text, key_type text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN pending THEN treeshap._pending_rows(source, key, filter, target, version, last_key, key_type)
+                ELSE format('FROM %s s WHERE s.%s IS NOT NULL%s AND (%s)', source, key,
+                            CASE WHEN last_key IS NULL THEN ''
+                                 ELSE format(' AND s.%s > %L::%s', key, last_key, key_type) END,
+                            coalesce(filter, 'true')) END;
+$$;
+
 /* Split the rows of `rows_from` (a _range_rows clause) into ranges of range_rows
    keys, replacing the job's earlier ranges; the rows to do. A followed job's
    comparison (`compare`) adds its ranges after those of the run so far instead (and
@@ -1311,6 +1326,8 @@ DECLARE
     columns    text;
     job        bigint;
     last_key   text;
+    next_key   text;
+    n_keys     bigint;
     n_rows     bigint;
     n_workers  integer;
     pending    boolean;
@@ -1564,21 +1581,50 @@ BEGIN
                     PERFORM treeshap._job_update(job, 'batch', n_rows);
                 END IF;
             ELSIF step = 'count' AND n_workers = 0 THEN
-                EXECUTE 'SELECT count(*) ' || treeshap._pending_rows(src, key, filter, tgt, version)
+                -- a target without rows of this version is written without reading it
+                -- (this job holds it: no other job writes them meanwhile)
+                pending := NOT created;
+                IF pending THEN
+                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
+                       INTO pending;
+                END IF;
+                EXECUTE 'SELECT count(*) ' || treeshap._batch_rows(src, key, filter, tgt, version, pending, NULL, NULL)
                    INTO n_rows;
                 PERFORM treeshap._job_update(job, 'count', n_rows);
+                -- wide rows go straight into a plain target, as COPY writes them
+                bulk := layout = 'wide' AND treeshap._bulk_target_ok(tgt::regclass);
                 step := 'batch';
             ELSIF step = 'batch' THEN
                 PERFORM treeshap._check_version(model, version);
-                EXECUTE treeshap._batch_sql(model, layout, tgt, version,
-                    format('SELECT s.%s, %s %s ORDER BY s.%s LIMIT %s', key, columns,
-                           treeshap._pending_rows(src, key, filter, tgt, version, last_key, key_name),
-                           key, batch_size),
-                    key_name, key_coll)
-                    INTO n_rows, last_key;
+                IF bulk THEN
+                    -- the batch's last key first (keys in order, the next batch starts after
+                    -- it), then its rows, in any order
+                    EXECUTE format('SELECT count(*), max(b.k%s)::text FROM (SELECT s.%s AS k %s ORDER BY s.%s LIMIT %s) b',
+                                   key_coll, key,
+                                   treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name),
+                                   key, batch_size)
+                       INTO n_keys, next_key;
+                    n_rows := 0;
+                    IF n_keys > 0 THEN
+                        n_rows := treeshap._explain_write(model,
+                            format('SELECT s.%s, %s %s AND s.%s <= %L::%s', key, columns,
+                                   treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name),
+                                   key, next_key, key_name),
+                            tgt::regclass, version, key_name::regtype);
+                        last_key := next_key;
+                    END IF;
+                    finished := n_keys < batch_size;
+                ELSE
+                    EXECUTE treeshap._batch_sql(model, layout, tgt, version,
+                        format('SELECT s.%s, %s %s ORDER BY s.%s LIMIT %s', key, columns,
+                               treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name),
+                               key, batch_size),
+                        key_name, key_coll)
+                        INTO n_rows, last_key;
+                    finished := n_rows < batch_size;
+                END IF;
                 PERFORM treeshap._check_version(model, version);
                 PERFORM treeshap._job_update(job, 'batch', n_rows);
-                finished := n_rows < batch_size;
             ELSIF step = 'count' THEN
                 -- a stopped run's ranges are taken up (and drawn on) when they were
                 -- drawn from the same rows (source, key, filter) under this version;
