@@ -23,25 +23,10 @@
 set -u
 cd "$(dirname "$0")/.."
 work=$(cd "$1" && pwd) name=$2 rows=${3:-2000000}
-device=${TS_BENCH_DEVICE:-cpu}
 cores=$(nproc)
-# the two nodes' halves of the machine (bench/machine_halves.py: whole cores,
-# by NUMA node); TS_BENCH_SHARES="LIST0 LIST1" names them instead
-# shellcheck disable=SC2207
-shares=(${TS_BENCH_SHARES:-$(python3 bench/machine_halves.py)})
-[ "${#shares[@]}" -ge 2 ] || { echo "citus-bench: FAIL (no two halves of the CPUs: ${shares[*]})"; exit 1; }
-# the CPUs of the first node's share (a taskset list: 0-7,16-23)
-half=$(python3 bench/machine_halves.py cpus "${shares[0]}" | wc -w)
-features=$(python3 -c "import json; print(json.load(open('$work/$name.json'))['learner']['learner_model_param']['num_feature'])")
 TS_CITUS_LABEL=citus-bench
 TS_CITUS_GPUS=${TS_BENCH_GPUS:-}
-# (jit off: a server built with LLVM may lack its library, and JIT is noise here)
-TS_CITUS_CONF="treeshap.device = $device
-jit = off
-${TS_BENCH_CONF:-}"
-. test/citus_cluster.sh
-cols=$(for j in $(seq 0 $((features - 1))); do printf ', f%d real' "$j"; done)
-picks=$(for j in $(seq 0 $((features - 1))); do printf ', b.f%d' "$j"; done)
+. bench/halves_setup.sh
 
 # what a worker node's backends wait on while it runs shards of the job (a
 # sample counts while a shard's CALL is active; sampling ends once they have

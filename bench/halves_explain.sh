@@ -14,20 +14,9 @@
 set -u
 cd "$(dirname "$0")/.."
 work=$(cd "$1" && pwd) name=$2 rows=${3:-2000000} rounds=${4:-2}
-device=${TS_BENCH_DEVICE:-cpu}
-# shellcheck disable=SC2207
-shares=(${TS_BENCH_SHARES:-$(python3 bench/machine_halves.py)})
-[ "${#shares[@]}" -ge 2 ] || { echo "halves-explain: FAIL (no two halves of the CPUs: ${shares[*]})"; exit 1; }
-half=$(python3 bench/machine_halves.py cpus "${shares[0]}" | wc -w)
-features=$(python3 -c "import json; print(json.load(open('$work/$name.json'))['learner']['learner_model_param']['num_feature'])")
 TS_CITUS_LABEL=halves-explain
 TS_CITUS_GPUS=
-TS_CITUS_CONF="treeshap.device = $device
-jit = off
-${TS_BENCH_CONF:-}"
-. test/citus_cluster.sh
-cols=$(for j in $(seq 0 $((features - 1))); do printf ', f%d real' "$j"; done)
-picks=$(for j in $(seq 0 $((features - 1))); do printf ', b.f%d' "$j"; done)
+. bench/halves_setup.sh
 pa=$((port0 + 1)) pb=$((port0 + 2))
 start_node a 1 "${shares[0]}"
 start_node b 2 "${shares[1]}"
@@ -62,7 +51,7 @@ explain() {
   on "$p" -c "CALL treeshap.explain_into('$name', 'src', 'explained', workers => $half)" >/dev/null \
     || { echo "halves-explain: FAIL (explain_into on $p)"; exit 1; }
   t1=$(date +%s.%N)
-  echo "$(echo "$t1 - $t0" | bc) $(on "$p" -At -c "SELECT count(*) FILTER (WHERE output = 0) || ' ' ||
+  echo "$(python3 -c "print($t1 - $t0)") $(on "$p" -At -c "SELECT count(*) FILTER (WHERE output = 0) || ' ' ||
       sum(hashtextextended(concat_ws(' ', row_key, output, base_value, shap_values), 0)::numeric) FROM explained")"
 }
 

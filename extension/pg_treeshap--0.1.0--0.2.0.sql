@@ -792,6 +792,27 @@ AS $$
                             coalesce(filter, 'true')) END;
 $$;
 
+/* The last key of the next batch of a run in one session, the batch_size-th
+   key of `rows_from` (a _batch_rows clause), or NULL where fewer are left: as
+   text that reads back as that key (as _job_draw writes bounds: JSON's text,
+   with every float digit, whatever the session's DateStyle or
+   extra_float_digits). */
+CREATE FUNCTION treeshap._batch_end(rows_from text, key text, batch_size integer)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET extra_float_digits = 3
+SET IntervalStyle = postgres
+AS $$
+DECLARE
+    last text;
+BEGIN
+    EXECUTE format('SELECT to_json(x.k) #>> ''{}'' FROM (SELECT s.%s AS k %s ORDER BY s.%s OFFSET %s LIMIT 1) x',
+                   key, rows_from, key, batch_size - 1)
+       INTO last;
+    RETURN last;
+END
+$$;
+
 /* Split the rows of `rows_from` (a _range_rows clause) into ranges of range_rows
    keys, replacing the job's earlier ranges; the rows to do. A followed job's
    comparison (`compare`) adds its ranges after those of the run so far instead (and
@@ -1327,7 +1348,9 @@ DECLARE
     job        bigint;
     last_key   text;
     next_key   text;
-    n_keys     bigint;
+    written_key text;
+    rows_from  text;
+    batch_query text;
     n_rows     bigint;
     n_workers  integer;
     pending    boolean;
@@ -1583,11 +1606,8 @@ BEGIN
             ELSIF step = 'count' AND n_workers = 0 THEN
                 -- a target without rows of this version is written without reading it
                 -- (this job holds it: no other job writes them meanwhile)
-                pending := NOT created;
-                IF pending THEN
-                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
-                       INTO pending;
-                END IF;
+                EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
+                   INTO pending;
                 EXECUTE 'SELECT count(*) ' || treeshap._batch_rows(src, key, filter, tgt, version, pending, NULL, NULL)
                    INTO n_rows;
                 PERFORM treeshap._job_update(job, 'count', n_rows);
@@ -1596,33 +1616,28 @@ BEGIN
                 step := 'batch';
             ELSIF step = 'batch' THEN
                 PERFORM treeshap._check_version(model, version);
-                IF bulk THEN
-                    -- the batch's last key first (keys in order, the next batch starts after
-                    -- it), then its rows, in any order
-                    EXECUTE format('SELECT count(*), max(b.k%s)::text FROM (SELECT s.%s AS k %s ORDER BY s.%s LIMIT %s) b',
-                                   key_coll, key,
-                                   treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name),
-                                   key, batch_size)
-                       INTO n_keys, next_key;
-                    n_rows := 0;
-                    IF n_keys > 0 THEN
-                        n_rows := treeshap._explain_write(model,
-                            format('SELECT s.%s, %s %s AND s.%s <= %L::%s', key, columns,
-                                   treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name),
-                                   key, next_key, key_name),
-                            tgt::regclass, version, key_name::regtype);
-                        last_key := next_key;
-                    END IF;
-                    finished := n_keys < batch_size;
-                ELSE
-                    EXECUTE treeshap._batch_sql(model, layout, tgt, version,
-                        format('SELECT s.%s, %s %s ORDER BY s.%s LIMIT %s', key, columns,
-                               treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name),
-                               key, batch_size),
-                        key_name, key_coll)
-                        INTO n_rows, last_key;
-                    finished := n_rows < batch_size;
+                -- the batch's last key first, then its rows up to it (in any order): the
+                -- next batch starts after the same text, whatever it reads back as
+                rows_from := treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name);
+                next_key := treeshap._batch_end(rows_from, key, batch_size);
+                IF next_key = last_key THEN
+                    RAISE EXCEPTION 'keys of % do not read back from their text', src
+                          USING ERRCODE = 'feature_not_supported', DETAIL = format('Key %s came after itself.', last_key),
+                                HINT = 'Run with workers, or key the source by a column of another type.';
                 END IF;
+                batch_query := format('SELECT s.%s, %s %s%s', key, columns, rows_from,
+                                      CASE WHEN next_key IS NULL THEN ''
+                                           ELSE format(' AND s.%s <= %L::%s', key, next_key, key_name) END);
+                IF bulk THEN
+                    n_rows := treeshap._explain_write(model, batch_query, tgt::regclass, version, key_name::regtype);
+                ELSE
+                    -- (the rows' own last key is the bound's)
+                    EXECUTE treeshap._batch_sql(model, layout, tgt, version, batch_query, key_name, key_coll)
+                       INTO n_rows, written_key;
+                END IF;
+                -- a batch short of batch_size is the last
+                last_key := next_key;
+                finished := next_key IS NULL;
                 PERFORM treeshap._check_version(model, version);
                 PERFORM treeshap._job_update(job, 'batch', n_rows);
             ELSIF step = 'count' THEN
@@ -1647,11 +1662,8 @@ BEGIN
                     END IF;
                 ELSE
                     -- a target without rows of this version is written without reading it
-                    pending := false;
-                    IF NOT created THEN
-                        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
-                           INTO pending;
-                    END IF;
+                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
+                       INTO pending;
                     IF pending OR NOT coalesce(treeshap._key_splits(source, key_column), false) THEN
                         n_rows := treeshap._job_plan(job, version, key,
                             treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending, plan);

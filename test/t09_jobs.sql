@@ -39,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(94);
+SELECT plan(99);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -361,6 +361,50 @@ CALL treeshap.explain_into('t09_reg', 't09.named', 't09.audited', key_column => 
 SELECT results_eq($$SELECT treeshap._bulk_target_ok('t09.audited'), (SELECT n FROM t09.audit), (SELECT count(*) FROM t09.audited)$$,
                   $$VALUES (false, 3007::bigint, 3007::bigint)$$,
                   'a target with a trigger is written by INSERT, and the trigger fires for every row');
+-- the same in the calling session alone: keys read first, the rows then written in bulk
+CALL treeshap.explain_into('t09_reg', 't09.named', 't09.named_alone', key_column => 'name', batch_size => 1300, workers => 0);
+SELECT bag_eq($$SELECT row_key, output, base_value, shap_values, (SELECT rows_done FROM t09.job('t09.named_alone')) FROM t09.named_alone$$,
+              $$SELECT *, 3007::bigint FROM treeshap.explain_shap_wide('t09_reg', 'SELECT * FROM t09.named', NULL::text)$$,
+              'in the calling session: text keys written in bulk, batch after batch, equal explain_shap_wide, exactly');
+TRUNCATE t09.audited;
+UPDATE t09.audit SET n = 0;
+CALL treeshap.explain_into('t09_reg', 't09.named', 't09.audited', key_column => 'name', batch_size => 1300, workers => 0);
+SELECT results_eq($$SELECT (SELECT n FROM t09.audit), (SELECT count(*) FROM t09.audited)$$,
+                  $$VALUES (3007::bigint, 3007::bigint)$$,
+                  'in the calling session too, a target with a trigger is written by INSERT, which fires it for every row');
+-- keys whose text depends on the session's settings: a batch ends at its last key as
+-- that key reads back, whatever extra_float_digits, DateStyle and TimeZone print (a
+-- bound read back too low would repeat a batch, or loop: the timeout ends that)
+SET statement_timeout = '60s';
+CREATE TABLE t09.thirds AS SELECT id / 3.0::float8 AS k, "MedInc", "HouseAge", "AveRooms", "AveBedrms",
+       "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses;
+ALTER TABLE t09.thirds ADD PRIMARY KEY (k);
+SET extra_float_digits = 0;
+CALL treeshap.explain_into('t09_reg', 't09.thirds', 't09.thirds_long', key_column => 'k', layout => 'long',
+                           batch_size => 500, workers => 0);
+RESET extra_float_digits;
+SELECT bag_eq($$SELECT row_key, output, feature, shap_value, (SELECT rows_done FROM t09.job('t09.thirds_long')) FROM t09.thirds_long$$,
+              $$SELECT *, 3007::bigint FROM treeshap.explain_shap('t09_reg', 'SELECT * FROM t09.thirds', NULL::float8)$$,
+              'float keys printed with 15 digits, in the calling session, by INSERT: every row once, exactly');
+CREATE TABLE t09.stamped AS SELECT timestamptz '2024-06-01 00:00:00+00' + id * interval '1 second' AS at, "MedInc",
+       "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses;
+ALTER TABLE t09.stamped ADD PRIMARY KEY (at);
+SET DateStyle = 'Postgres';
+SET TimeZone = 'Europe/Dublin';
+CALL treeshap.explain_into('t09_reg', 't09.stamped', 't09.stamped_shap', key_column => 'at', batch_size => 100, workers => 0);
+RESET DateStyle;
+RESET TimeZone;
+SELECT bag_eq($$SELECT row_key, output, base_value, shap_values, (SELECT rows_done FROM t09.job('t09.stamped_shap')) FROM t09.stamped_shap$$,
+              $$SELECT *, 3007::bigint FROM treeshap.explain_shap_wide('t09_reg', 'SELECT * FROM t09.stamped', NULL::timestamptz)$$,
+              'timestamps printed in a zone whose abbreviation names another (IST), in bulk: every row once, exactly');
+CREATE TABLE t09.uuids AS SELECT md5(id::text)::uuid AS u, "MedInc", "HouseAge", "AveRooms", "AveBedrms",
+       "Population", "AveOccup", "Latitude", "Longitude" FROM t09.houses;
+ALTER TABLE t09.uuids ADD PRIMARY KEY (u);
+CALL treeshap.explain_into('t09_reg', 't09.uuids', 't09.uuids_shap', key_column => 'u', batch_size => 700, workers => 0);
+SELECT bag_eq($$SELECT row_key, output, base_value, shap_values, (SELECT rows_done FROM t09.job('t09.uuids_shap')) FROM t09.uuids_shap$$,
+              $$SELECT *, 3007::bigint FROM treeshap.explain_shap_wide('t09_reg', 'SELECT * FROM t09.uuids', NULL::uuid)$$,
+              'uuid keys (no max() for them) in the calling session: every row once, exactly');
+RESET statement_timeout;
 -- workers run with the session's settings (a custom one read by the filter, DateStyle for date keys)
 SET app.min_id = '4500';
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.par_setting', batch_size => 500, workers => 2,
