@@ -777,6 +777,30 @@ AS $$
                 ELSE format('FROM %s s WHERE s.%s IS NOT NULL AND (%s)', source, key, coalesce(filter, 'true')) END;
 $$;
 
+/* The statement of one batch: explain the rows of `query` (key first) and
+   insert them into the target; returns the source rows done. (No last key: a
+   batch's end is read first, _batch_end, and some keys have no max().) */
+DROP FUNCTION treeshap._batch_sql(text, text, text, bigint, text, text, text);
+CREATE FUNCTION treeshap._batch_sql(model text, layout text, target text, version bigint,
+                                    query text, key_type text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format('WITH ins AS (INSERT INTO %s (row_key, output, %s, model_version, computed_at) '
+                  'SELECT e.row_key, e.output, %s, %s, now() FROM treeshap.%s(%L, %L, NULL::%s) e '
+                  'RETURNING row_key, output) '
+                  'SELECT %s FROM ins',
+                  target,
+                  CASE layout WHEN 'wide' THEN 'base_value, shap_values' ELSE 'feature, shap_value' END,
+                  CASE layout WHEN 'wide' THEN 'e.base_value, e.shap_values' ELSE 'e.feature, e.shap_value' END,
+                  version,
+                  CASE layout WHEN 'wide' THEN 'explain_shap_wide' ELSE 'explain_shap' END,
+                  model, query, key_type,
+                  -- every source row has an output 0 row (a long one per feature)
+                  CASE layout WHEN 'wide' THEN 'count(*) FILTER (WHERE output = 0)'
+                              ELSE 'count(DISTINCT row_key)' END);
+$$;
+
 /* The rows a run in one session reads, as a FROM clause: the source's rows
    after last_key (from the first where NULL) that the filter keeps, and where
    pending, only those the target lacks under this version. */
@@ -792,21 +816,29 @@ AS $$
                             coalesce(filter, 'true')) END;
 $$;
 
+/* A key as text that reads back as that key whatever the session's settings:
+   every float digit, dates and times in ISO with numeric zone offsets. (Its own
+   settings apply to this call alone: the rows around it, a filter among them,
+   are read in the caller's.) */
+CREATE FUNCTION treeshap._key_text(key anyelement)
+RETURNS text
+LANGUAGE sql STABLE
+SET extra_float_digits = 3
+SET IntervalStyle = postgres
+SET DateStyle = 'ISO, YMD'
+AS $$ SELECT key::text $$;
+
 /* The last key of the next batch of a run in one session, the batch_size-th
-   key of `rows_from` (a _batch_rows clause), or NULL where fewer are left: as
-   text that reads back as that key (as _job_draw writes bounds: JSON's text,
-   with every float digit, whatever the session's DateStyle or
-   extra_float_digits). */
+   key of `rows_from` (a _batch_rows clause), or NULL where fewer are left, as
+   _key_text writes it. */
 CREATE FUNCTION treeshap._batch_end(rows_from text, key text, batch_size integer)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
-SET extra_float_digits = 3
-SET IntervalStyle = postgres
 AS $$
 DECLARE
     last text;
 BEGIN
-    EXECUTE format('SELECT to_json(x.k) #>> ''{}'' FROM (SELECT s.%s AS k %s ORDER BY s.%s OFFSET %s LIMIT 1) x',
+    EXECUTE format('SELECT treeshap._key_text(x.k) FROM (SELECT s.%s AS k %s ORDER BY s.%s OFFSET %s LIMIT 1) x',
                    key, rows_from, key, batch_size - 1)
        INTO last;
     RETURN last;
@@ -977,7 +1009,6 @@ AS $$
 DECLARE
     r      record;
     n      bigint;
-    last   text;
     rows   text;
     change record;
 BEGIN
@@ -1008,8 +1039,7 @@ BEGIN
     IF bulk THEN
         n := treeshap._explain_write(model, rows, target::regclass, version, key_type::regtype);
     ELSE
-        EXECUTE treeshap._batch_sql(model, layout, target, version, rows, key_type, key_collation)
-           INTO n, last;
+        EXECUTE treeshap._batch_sql(model, layout, target, version, rows, key_type) INTO n;
     END IF;
     PERFORM treeshap._check_version(model, version);
     UPDATE treeshap.job_range x SET done = true, rows_done = n, done_by = pg_backend_pid(),
@@ -1348,7 +1378,6 @@ DECLARE
     job        bigint;
     last_key   text;
     next_key   text;
-    written_key text;
     rows_from  text;
     batch_query text;
     n_rows     bigint;
@@ -1623,7 +1652,7 @@ BEGIN
                 IF next_key = last_key THEN
                     RAISE EXCEPTION 'keys of % do not read back from their text', src
                           USING ERRCODE = 'feature_not_supported', DETAIL = format('Key %s came after itself.', last_key),
-                                HINT = 'Run with workers, or key the source by a column of another type.';
+                                HINT = 'Key the source by a column whose text reads back as its value.';
                 END IF;
                 batch_query := format('SELECT s.%s, %s %s%s', key, columns, rows_from,
                                       CASE WHEN next_key IS NULL THEN ''
@@ -1631,9 +1660,7 @@ BEGIN
                 IF bulk THEN
                     n_rows := treeshap._explain_write(model, batch_query, tgt::regclass, version, key_name::regtype);
                 ELSE
-                    -- (the rows' own last key is the bound's)
-                    EXECUTE treeshap._batch_sql(model, layout, tgt, version, batch_query, key_name, key_coll)
-                       INTO n_rows, written_key;
+                    EXECUTE treeshap._batch_sql(model, layout, tgt, version, batch_query, key_name) INTO n_rows;
                 END IF;
                 -- a batch short of batch_size is the last
                 last_key := next_key;

@@ -39,7 +39,7 @@ CREATE FUNCTION t09.job(target text) RETURNS treeshap.jobs LANGUAGE sql AS
 CREATE TEMP TABLE vers (k text, v bigint);
 INSERT INTO vers SELECT 'v1', version FROM treeshap.models WHERE name = 't09_reg';
 SELECT version AS v1 FROM treeshap.models WHERE name = 't09_reg' \gset
-SELECT plan(99);
+SELECT plan(102);
 
 -- First run: creates the target, explains everything, one commit per batch
 CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.shap', batch_size => 500);
@@ -404,6 +404,24 @@ CALL treeshap.explain_into('t09_reg', 't09.uuids', 't09.uuids_shap', key_column 
 SELECT bag_eq($$SELECT row_key, output, base_value, shap_values, (SELECT rows_done FROM t09.job('t09.uuids_shap')) FROM t09.uuids_shap$$,
               $$SELECT *, 3007::bigint FROM treeshap.explain_shap_wide('t09_reg', 'SELECT * FROM t09.uuids', NULL::uuid)$$,
               'uuid keys (no max() for them) in the calling session: every row once, exactly');
+CALL treeshap.explain_into('t09_reg', 't09.uuids', 't09.uuids_long', key_column => 'u', layout => 'long',
+                           batch_size => 700, workers => 0);
+SELECT bag_eq($$SELECT row_key, output, feature, shap_value, (SELECT rows_done FROM t09.job('t09.uuids_long')) FROM t09.uuids_long$$,
+              $$SELECT *, 3007::bigint FROM treeshap.explain_shap('t09_reg', 'SELECT * FROM t09.uuids', NULL::uuid)$$,
+              'and written by INSERT (the long layout): every row once, exactly');
+CALL treeshap.explain_into('t09_reg', 't09.uuids', 't09.uuids_long_par', key_column => 'u', layout => 'long',
+                           batch_size => 700, workers => 2);
+SELECT bag_eq($$SELECT row_key, output, feature, shap_value, (SELECT rows_done FROM t09.job('t09.uuids_long_par')) FROM t09.uuids_long_par$$,
+              $$SELECT *, 3007::bigint FROM treeshap.explain_shap('t09_reg', 'SELECT * FROM t09.uuids', NULL::uuid)$$,
+              'and so by workers: every row once, exactly');
+-- a filter is read in the caller's settings, the batch's end among them
+SET DateStyle = 'SQL, DMY';
+CALL treeshap.explain_into('t09_reg', 't09.houses', 't09.dmy_shap', filter => $$id < extract(day from '03/04/2024'::date) * 100$$,
+                           batch_size => 40, workers => 0);
+SELECT bag_eq('SELECT row_key, output, base_value, shap_values FROM t09.dmy_shap',
+              $$SELECT * FROM treeshap.explain_shap_wide('t09_reg', 'SELECT id, * FROM t09.houses WHERE id < 300')$$,
+              'a filter on a date written day first, in the calling session: its rows, every one once');
+RESET DateStyle;
 RESET statement_timeout;
 -- workers run with the session's settings (a custom one read by the filter, DateStyle for date keys)
 SET app.min_id = '4500';
