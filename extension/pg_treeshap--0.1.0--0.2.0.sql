@@ -801,19 +801,18 @@ AS $$
                               ELSE 'count(DISTINCT row_key)' END);
 $$;
 
-/* The rows a run in one session reads, as a FROM clause: the source's rows
-   after last_key (from the first where NULL) that the filter keeps, and where
-   pending, only those the target lacks under this version. */
-CREATE FUNCTION treeshap._batch_rows(source text, key text, filter text, target text, version bigint,
-                                     pending boolean, last_key text, key_type text)
-RETURNS text
-LANGUAGE sql IMMUTABLE
+/* Whether the target holds rows of this model version: a run that finds none
+   writes without reading it (its job holds the target: no other writes them). */
+CREATE FUNCTION treeshap._target_holds(target text, version bigint)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT CASE WHEN pending THEN treeshap._pending_rows(source, key, filter, target, version, last_key, key_type)
-                ELSE format('FROM %s s WHERE s.%s IS NOT NULL%s AND (%s)', source, key,
-                            CASE WHEN last_key IS NULL THEN ''
-                                 ELSE format(' AND s.%s > %L::%s', key, last_key, key_type) END,
-                            coalesce(filter, 'true')) END;
+DECLARE
+    holds boolean;
+BEGIN
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', target, version) INTO holds;
+    RETURN holds;
+END
 $$;
 
 /* A key as text that reads back as that key whatever the session's settings:
@@ -829,7 +828,7 @@ SET DateStyle = 'ISO, YMD'
 AS $$ SELECT key::text $$;
 
 /* The last key of the next batch of a run in one session, the batch_size-th
-   key of `rows_from` (a _batch_rows clause), or NULL where fewer are left, as
+   key of `rows_from` (a _range_rows clause), or NULL where fewer are left, as
    _key_text writes it. */
 CREATE FUNCTION treeshap._batch_end(rows_from text, key text, batch_size integer)
 RETURNS text
@@ -1586,7 +1585,7 @@ BEGIN
     -- left), then rest (this session takes what no worker finished).
     -- a comparison after a pass is needed where the target held rows the pass kept
     IF compare AND NOT complete AND NOT created THEN
-        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version) INTO had_rows;
+        had_rows := treeshap._target_holds(tgt, version);
     END IF;
     IF complete THEN
         step := CASE WHEN compare THEN 'compare' ELSE 'drain' END;
@@ -1633,11 +1632,8 @@ BEGIN
                     PERFORM treeshap._job_update(job, 'batch', n_rows);
                 END IF;
             ELSIF step = 'count' AND n_workers = 0 THEN
-                -- a target without rows of this version is written without reading it
-                -- (this job holds it: no other job writes them meanwhile)
-                EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
-                   INTO pending;
-                EXECUTE 'SELECT count(*) ' || treeshap._batch_rows(src, key, filter, tgt, version, pending, NULL, NULL)
+                pending := treeshap._target_holds(tgt, version);
+                EXECUTE 'SELECT count(*) ' || treeshap._range_rows(src, key, filter, tgt, version, pending)
                    INTO n_rows;
                 PERFORM treeshap._job_update(job, 'count', n_rows);
                 -- wide rows go straight into a plain target, as COPY writes them
@@ -1647,7 +1643,9 @@ BEGIN
                 PERFORM treeshap._check_version(model, version);
                 -- the batch's last key first, then its rows up to it (in any order): the
                 -- next batch starts after the same text, whatever it reads back as
-                rows_from := treeshap._batch_rows(src, key, filter, tgt, version, pending, last_key, key_name);
+                rows_from := treeshap._range_rows(src, key, filter, tgt, version, pending)
+                             || CASE WHEN last_key IS NULL THEN ''
+                                     ELSE format(' AND s.%s > %L::%s', key, last_key, key_name) END;
                 next_key := treeshap._batch_end(rows_from, key, batch_size);
                 IF next_key = last_key THEN
                     RAISE EXCEPTION 'keys of % do not read back from their text', src
@@ -1688,9 +1686,7 @@ BEGIN
                         draw_rows := batch_size;
                     END IF;
                 ELSE
-                    -- a target without rows of this version is written without reading it
-                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE model_version = %s)', tgt, version)
-                       INTO pending;
+                    pending := treeshap._target_holds(tgt, version);
                     IF pending OR NOT coalesce(treeshap._key_splits(source, key_column), false) THEN
                         n_rows := treeshap._job_plan(job, version, key,
                             treeshap._range_rows(src, key, filter, tgt, version, pending), batch_size, pending, plan);
